@@ -1,0 +1,142 @@
+"""BenchmarkConfig (system fields + global eval defaults + per-op-type and per-definition overrides) and EvalConfig.
+
+Resolution is a pure function of (BenchmarkConfig, Definition): definition config over op-type config over the
+global defaults, field by field; ``extra`` dicts are merged with ``dict.update`` in the same order.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from flashinfer_bench.data.definition import Definition
+from flashinfer_bench.data.errors import TraceSetError, describe_validation_error
+
+PositiveInt = Annotated[int, Field(ge=1)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+Tolerance = Annotated[float, Field(ge=0)]
+Ratio = Annotated[float, Field(gt=0, le=1)]
+
+EVAL_FIELDS = ("warmup_runs", "iterations", "num_trials", "rtol", "atol", "required_matched_ratio", "extra")
+
+
+class EvalConfig(BaseModel):
+    """Correctness and timing parameters. As an override layer, a field left unset (None) inherits."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    warmup_runs: NonNegativeInt | None = Field(None, description="Warm-up calls before timing")
+    iterations: PositiveInt | None = Field(None, description="Timed calls per trial")
+    num_trials: PositiveInt | None = Field(None, description="Independent input draws per workload")
+    rtol: Tolerance | None = Field(None, description="Relative tolerance for correctness")
+    atol: Tolerance | None = Field(None, description="Absolute tolerance for correctness")
+    required_matched_ratio: Ratio | None = Field(
+        None, description="Minimum fraction of elements within tolerance (low-bit evaluators)"
+    )
+    extra: dict[str, Any] | None = Field(None, description="Evaluator-specific parameters")
+
+
+class ResolvedEvalConfig(BaseModel):
+    """An EvalConfig with every field decided; what evaluators receive."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    warmup_runs: NonNegativeInt
+    iterations: PositiveInt
+    num_trials: PositiveInt
+    rtol: Tolerance
+    atol: Tolerance
+    required_matched_ratio: Ratio | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class BenchmarkConfig(BaseModel):
+    """Everything that controls a benchmark run. Field names are the YAML keys and (with dashes) the CLI flags."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    # System fields
+    use_isolated_runner: bool = Field(False, description="Fresh subprocess per (solution, workload)")
+    definitions: list[str] | None = Field(None, description="Only these definition names")
+    solutions: list[str] | None = Field(None, description="Only these solution names")
+    timeout_seconds: PositiveInt = Field(300, description="Per-workload timeout in seconds")
+    profile_baseline: bool = Field(True, description="Time the reference implementation")
+
+    # Global eval defaults
+    warmup_runs: NonNegativeInt = 10
+    iterations: PositiveInt = 50
+    num_trials: PositiveInt = 3
+    rtol: Tolerance = 1e-2
+    atol: Tolerance = 1e-2
+    required_matched_ratio: Ratio | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    op_type_config: dict[str, EvalConfig] = Field(default_factory=dict)
+    definition_config: dict[str, EvalConfig] = Field(default_factory=dict)
+
+    @classmethod
+    def default(cls, **overrides: Any) -> BenchmarkConfig:
+        """The bundled eval_config.yaml, with ``overrides`` on top."""
+        bundled = resources.files("flashinfer_bench.bench").joinpath("eval_config.yaml")
+        return cls._from_mapping(yaml.safe_load(bundled.read_text()) or {}, str(bundled), overrides)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, **overrides: Any) -> BenchmarkConfig:
+        """A YAML file (replacing the bundled defaults), with ``overrides`` on top."""
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text())
+        except OSError as exc:
+            raise TraceSetError(path, None, f"cannot be read: {exc.strerror}") from None
+        except yaml.YAMLError as exc:
+            raise TraceSetError(path, None, f"invalid YAML: {' '.join(str(exc).split())}") from None
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise TraceSetError(path, None, f"expected a mapping of config keys at the top level, got {type(data).__name__}")
+        return cls._from_mapping(data, str(path), overrides)
+
+    @classmethod
+    def _from_mapping(cls, data: dict[str, Any], where: str, overrides: dict[str, Any]) -> BenchmarkConfig:
+        try:
+            config = cls.model_validate(data)
+        except ValidationError as exc:
+            field, message = describe_validation_error(exc)
+            raise TraceSetError(where, field, message) from None
+        try:
+            return config.with_overrides(**overrides)
+        except ValidationError as exc:
+            field, message = describe_validation_error(exc)
+            raise TraceSetError("<overrides>", field, message) from None
+
+    def with_overrides(self, **overrides: Any) -> BenchmarkConfig:
+        """A validated copy with some fields replaced (values of None are ignored)."""
+        data = self.model_dump()
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return type(self).model_validate(data)
+
+    def resolve(self, definition: Definition) -> ResolvedEvalConfig:
+        return resolve_eval_config(self, definition)
+
+
+def resolve_eval_config(config: BenchmarkConfig, definition: Definition) -> ResolvedEvalConfig:
+    """Definition override, then op-type override, then global default; ``extra`` merged by dict.update."""
+    layers = [config.op_type_config.get(definition.op_type), config.definition_config.get(definition.name)]
+    resolved: dict[str, Any] = {name: getattr(config, name) for name in EVAL_FIELDS if name != "extra"}
+    extra = dict(config.extra)
+    for layer in layers:
+        if layer is None:
+            continue
+        for name in EVAL_FIELDS:
+            value = getattr(layer, name)
+            if value is None:
+                continue
+            if name == "extra":
+                extra.update(value)
+            else:
+                resolved[name] = value
+    return ResolvedEvalConfig(**resolved, extra=extra)

@@ -1,0 +1,20 @@
+"""Evaluators judge a solution's outputs and time it; ``resolve_evaluator`` picks one per definition."""
+
+from flashinfer_bench.bench.evaluators.default import DefaultEvaluator
+from flashinfer_bench.bench.evaluators.dsa import DSAEvaluator
+from flashinfer_bench.bench.evaluators.evaluator import Baseline, CorrectnessResult, Evaluator
+from flashinfer_bench.bench.evaluators.lowbit import LowbitEvaluator
+from flashinfer_bench.bench.evaluators.registry import register_evaluator, resolve_evaluator
+from flashinfer_bench.bench.evaluators.sampling import SamplingEvaluator
+
+__all__ = [
+    "Baseline",
+    "CorrectnessResult",
+    "DSAEvaluator",
+    "DefaultEvaluator",
+    "Evaluator",
+    "LowbitEvaluator",
+    "SamplingEvaluator",
+    "register_evaluator",
+    "resolve_evaluator",
+]

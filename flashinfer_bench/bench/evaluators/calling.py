@@ -1,0 +1,61 @@
+"""Calling a solution or a reference the same way whatever its style (destination-passing or value-returning)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+
+from flashinfer_bench.bench.inputs import allocate_outputs
+from flashinfer_bench.data import Definition, Workload
+
+
+class Callee(Protocol):
+    fn: Callable[..., Any]
+    destination_passing_style: bool
+
+
+@dataclass(frozen=True)
+class ValueReturning:
+    """A plain function that returns its outputs, e.g. a definition's reference ``run``."""
+
+    fn: Callable[..., Any]
+    destination_passing_style: bool = False
+
+
+class OutputCountError(ValueError):
+    """A value-returning call gave a different number of outputs than the definition declares."""
+
+
+def clone_inputs(inputs: Sequence[Any]) -> list[Any]:
+    """Private copies, so that a solution writing into its inputs cannot change anyone else's."""
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def normalize_outputs(result: Any, count: int) -> tuple[Any, ...]:
+    outputs = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+    if len(outputs) != count:
+        raise OutputCountError(f"returned {len(outputs)} output(s), the definition declares {count}")
+    return outputs
+
+
+def invoke(callee: Callee, definition: Definition, workload: Workload, inputs: Sequence[Any], device: str) -> tuple[Any, ...]:
+    """Call once and return the outputs in definition order."""
+    if callee.destination_passing_style:
+        outputs = allocate_outputs(definition, workload, device)
+        callee.fn(*inputs, *outputs)
+        return tuple(outputs)
+    return normalize_outputs(callee.fn(*inputs), len(definition.outputs))
+
+
+def timing_closure(callee: Callee, definition: Definition, workload: Workload, inputs: Sequence[Any],
+                   device: str) -> Callable[[], Any]:
+    """A zero-argument callable doing exactly one call, with output buffers allocated once, outside it."""
+    fn = callee.fn
+    if callee.destination_passing_style:
+        arguments = [*inputs, *allocate_outputs(definition, workload, device)]
+    else:
+        arguments = list(inputs)
+    return lambda: fn(*arguments)

@@ -1,0 +1,77 @@
+"""Comparing a solution's outputs with the reference's: structure first (count, shape, dtype), then values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from flashinfer_bench.data import EvaluationStatus
+
+
+@dataclass
+class ValueErrors:
+    """Worst errors of one output against its reference, and how many elements were within tolerance."""
+
+    max_absolute_error: float = 0.0
+    max_relative_error: float = 0.0
+    matched: int = 0
+    total: int = 0
+    nonfinite: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def matched_ratio(self) -> float:
+        return self.matched / self.total if self.total else 1.0
+
+    def merge(self, other: ValueErrors) -> ValueErrors:
+        return ValueErrors(
+            max(self.max_absolute_error, other.max_absolute_error),
+            max(self.max_relative_error, other.max_relative_error),
+            self.matched + other.matched,
+            self.total + other.total,
+            self.nonfinite or other.nonfinite,
+        )
+
+
+def as_tensor(value: Any) -> torch.Tensor:
+    return value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+
+
+def structure_mismatch(outputs: tuple[Any, ...], references: tuple[Any, ...],
+                       names: list[str]) -> tuple[EvaluationStatus, str] | None:
+    """INCORRECT_SHAPE or INCORRECT_DTYPE with a message, or None when every output is shaped and typed right."""
+    for name, out, ref in zip(names, outputs, references, strict=True):
+        if not isinstance(out, torch.Tensor) and isinstance(ref, torch.Tensor):
+            return EvaluationStatus.INCORRECT_SHAPE, f"output '{name}' is {type(out).__name__}, expected a tensor"
+        out_t, ref_t = as_tensor(out), as_tensor(ref)
+        if tuple(out_t.shape) != tuple(ref_t.shape):
+            return EvaluationStatus.INCORRECT_SHAPE, f"output '{name}' has shape {list(out_t.shape)}, expected {list(ref_t.shape)}"
+        if isinstance(out, torch.Tensor) and out_t.dtype != ref_t.dtype:
+            return EvaluationStatus.INCORRECT_DTYPE, f"output '{name}' has dtype {out_t.dtype}, expected {ref_t.dtype}"
+    return None
+
+
+def value_errors(out: Any, ref: Any, rtol: float, atol: float) -> ValueErrors:
+    """Element-wise |out - ref| <= atol + rtol * |ref|; any NaN/Inf in the output counts as unmatched."""
+    out_t = as_tensor(out).to(device=as_tensor(ref).device).double()
+    ref_t = as_tensor(ref).double()
+    total = out_t.numel()
+    if total == 0:
+        return ValueErrors()
+    finite = torch.isfinite(out_t)
+    ref_finite = torch.isfinite(ref_t)
+    # Non-finite outputs match only an identical non-finite reference (e.g. -inf log-sum-exp of an empty row).
+    same_nonfinite = (~finite) & (~ref_finite) & ((out_t == ref_t) | (torch.isnan(out_t) & torch.isnan(ref_t)))
+    diff = (out_t - ref_t).abs()
+    diff = torch.where(finite & ref_finite, diff, torch.where(same_nonfinite, 0.0, float("inf")))
+    within = diff <= atol + rtol * ref_t.abs().nan_to_num(0.0, 0.0, 0.0)
+    relative = diff / ref_t.abs().clamp_min(1e-12).nan_to_num(1.0, 1.0, 1.0)
+    return ValueErrors(
+        max_absolute_error=float(diff.max()),
+        max_relative_error=float(relative.max()),
+        matched=int(within.sum()),
+        total=total,
+        nonfinite=bool((~finite & ~same_nonfinite).any()),
+    )

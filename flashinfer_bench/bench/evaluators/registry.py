@@ -1,0 +1,27 @@
+"""Which evaluator judges a definition: the first in ``_EVALUATORS`` whose ``can_evaluate`` says yes.
+
+To add one, append its class to ``_EVALUATORS`` (or call ``register_evaluator``); DefaultEvaluator is the fallback.
+"""
+
+from __future__ import annotations
+
+from flashinfer_bench.bench.evaluators.default import DefaultEvaluator
+from flashinfer_bench.bench.evaluators.dsa import DSAEvaluator
+from flashinfer_bench.bench.evaluators.evaluator import Evaluator
+from flashinfer_bench.bench.evaluators.lowbit import LowbitEvaluator
+from flashinfer_bench.bench.evaluators.sampling import SamplingEvaluator
+from flashinfer_bench.data import Definition
+
+_EVALUATORS: list[type[Evaluator]] = [SamplingEvaluator, DSAEvaluator, LowbitEvaluator]
+
+
+def register_evaluator(evaluator: type[Evaluator], *, first: bool = False) -> None:
+    """Add an evaluator; ``first=True`` lets it take precedence over the built-in ones."""
+    if first:
+        _EVALUATORS.insert(0, evaluator)
+    else:
+        _EVALUATORS.append(evaluator)
+
+
+def resolve_evaluator(definition: Definition) -> type[Evaluator]:
+    return next((e for e in _EVALUATORS if e.can_evaluate(definition)), DefaultEvaluator)

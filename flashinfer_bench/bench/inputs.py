@@ -1,0 +1,103 @@
+"""Materialise a workload's inputs on a device: safetensors blobs, scalars, and fresh random draws per trial.
+
+Random inputs come from a generator seeded by (workload uuid, trial), so any worker process, including a
+replacement for one that died, draws exactly the same tensors for the same trial.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from flashinfer_bench.data import Definition, DType, SafetensorsInput, ScalarInput, TensorSpec, Workload
+
+#: Random integer inputs are uniform in this half-open range; index-like inputs should be given explicitly.
+RANDOM_INT_RANGE = (0, 64)
+
+
+def trial_seed(workload: Workload, trial: int) -> int:
+    digest = hashlib.sha256(f"{workload.uuid}/{trial}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+@lru_cache(maxsize=16)
+def _load_safetensors(path: str, device: str) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(path, device=device)
+
+
+def _random_tensor(spec: TensorSpec, shape: tuple[int, ...], name: str, definition: Definition,
+                   device: torch.device, generator: torch.Generator) -> torch.Tensor:
+    dtype = DType(spec.dtype)
+    if dtype.is_floating and dtype is not DType.FLOAT4_E2M1:
+        values = torch.randn(shape, dtype=torch.float32, device=device, generator=generator)
+        if definition.op_type == "sampling" and name == "probs":
+            values = torch.softmax(values, dim=-1)
+        return values.to(dtype.to_torch())
+    if dtype is DType.FLOAT4_E2M1:
+        packed = torch.randint(0, 256, shape, dtype=torch.uint8, device=device, generator=generator)
+        return packed.view(dtype.to_torch())
+    if dtype is DType.BOOL:
+        return torch.randint(0, 2, shape, device=device, generator=generator).bool()
+    low, high = RANDOM_INT_RANGE
+    return torch.randint(low, high, shape, dtype=dtype.to_torch(), device=device, generator=generator)
+
+
+def generate_inputs(definition: Definition, workload: Workload, trial: int, device: str,
+                    root: str | Path | None) -> list[Any]:
+    """The definition's inputs, in order, for one trial of a workload."""
+    axes = definition.bind_axes(workload.axes)
+    torch_device = torch.device(device)
+    generator = torch.Generator(device=torch_device)
+    generator.manual_seed(trial_seed(workload, trial))
+    values: list[Any] = []
+    for name, spec in definition.inputs.items():
+        source = workload.inputs.get(name)
+        shape = definition.shape_of(spec, axes)
+        if isinstance(source, ScalarInput):
+            values.append(source.value)
+        elif isinstance(source, SafetensorsInput):
+            values.append(_blob_tensor(source, name, spec, shape, root, device))
+        elif shape is None:
+            scalar = _random_tensor(spec, (), name, definition, torch_device, generator)
+            values.append(scalar.item())
+        else:
+            values.append(_random_tensor(spec, shape, name, definition, torch_device, generator))
+    return values
+
+
+def _blob_tensor(source: SafetensorsInput, name: str, spec: TensorSpec, shape: tuple[int, ...] | None,
+                 root: str | Path | None, device: str) -> torch.Tensor:
+    path = Path(root or ".") / source.path
+    tensors = _load_safetensors(str(path), device)
+    if source.tensor_key not in tensors:
+        raise ValueError(f"{path}: no tensor '{source.tensor_key}' for input '{name}' (has {sorted(tensors)})")
+    tensor = tensors[source.tensor_key]
+    expected_dtype = DType(spec.dtype).to_torch()
+    if tensor.dtype != expected_dtype:
+        raise ValueError(f"{path}: tensor '{source.tensor_key}' for input '{name}' is {tensor.dtype}, expected {expected_dtype}")
+    if shape is not None and tuple(tensor.shape) != shape:
+        raise ValueError(f"{path}: tensor '{source.tensor_key}' for input '{name}' has shape {list(tensor.shape)}, expected {list(shape)}")
+    return tensor
+
+
+def allocate_outputs(definition: Definition, workload: Workload, device: str) -> list[torch.Tensor]:
+    """Output buffers for a destination-passing call, poisoned so that an unwritten element is caught."""
+    axes = definition.bind_axes(workload.axes)
+    outputs = []
+    for spec in definition.outputs.values():
+        dtype = DType(spec.dtype).to_torch()
+        tensor = torch.empty(definition.shape_of(spec, axes) or (), dtype=dtype, device=device)
+        if DType(spec.dtype).is_floating and DType(spec.dtype) is not DType.FLOAT4_E2M1:
+            tensor.fill_(float("nan"))
+        elif DType(spec.dtype) is DType.BOOL:
+            tensor.fill_(True)
+        elif DType(spec.dtype) is not DType.FLOAT4_E2M1:
+            tensor.fill_(torch.iinfo(dtype).min)
+        outputs.append(tensor)
+    return outputs

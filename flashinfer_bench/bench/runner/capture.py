@@ -1,0 +1,54 @@
+"""Capturing everything a solution prints, at the file-descriptor level, into a file the parent can read.
+
+The parent names the file, so even when the worker dies mid-item its last output can be read back.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+#: A trace's log keeps at most this many bytes of captured output: the start and the (more telling) end.
+LOG_HEAD_BYTES = 4 * 1024
+LOG_TAIL_BYTES = 28 * 1024
+
+
+@contextmanager
+def capture_fds(path: str | Path) -> Iterator[None]:
+    """Send fds 1 and 2 (and Python's sys.stdout/sys.stderr) to ``path`` for the duration."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, target):
+            os.close(fd)
+
+
+def read_bounded(path: str | Path) -> str:
+    """The captured text, cut to its head and tail when it is long."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as handle:
+            if size <= LOG_HEAD_BYTES + LOG_TAIL_BYTES:
+                data = handle.read()
+            else:
+                head = handle.read(LOG_HEAD_BYTES)
+                handle.seek(size - LOG_TAIL_BYTES)
+                tail = handle.read()
+                omitted = size - LOG_HEAD_BYTES - LOG_TAIL_BYTES
+                data = head + f"\n[... {omitted} bytes of output omitted ...]\n".encode() + tail
+    except FileNotFoundError:
+        return ""
+    return data.decode("utf-8", errors="replace")

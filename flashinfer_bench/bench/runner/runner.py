@@ -1,0 +1,113 @@
+"""Runners hand work items to device workers and report each verdict the moment it exists.
+
+``Runner`` is the interface the Benchmark uses; ``ProcessRunner`` implements it with local worker processes,
+one DeviceSlot per device, fed by one thread each. A runner backed by Ray actors (one per GPU of a cluster)
+implements the same ``run`` over the same picklable WorkItem / WorkOutcome.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import shutil
+import tempfile
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from flashinfer_bench.bench.runner.capture import read_bounded
+from flashinfer_bench.bench.runner.device_slot import DeviceSlot
+from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
+
+
+@dataclass(frozen=True)
+class Verdict:
+    item: WorkItem
+    outcome: WorkOutcome
+    environment: dict[str, Any]
+    captured_output: str
+
+
+OnVerdict = Callable[[Verdict], None]
+
+
+class Runner(ABC):
+    @abstractmethod
+    def run(self, groups: Iterable[Sequence[WorkItem]], on_verdict: OnVerdict) -> None:
+        """Evaluate every item; items of one group (one workload) go to one device, in order."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release workers."""
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ProcessRunner(Runner):
+    """Local worker processes. ``items_per_worker=None``: persistent workers; ``1``: a fresh process per item."""
+
+    def __init__(self, devices: Sequence[str], *, timeout_seconds: float, items_per_worker: int | None = None,
+                 cache_dir: str | None = None):
+        self.timeout_seconds = timeout_seconds
+        self.slots = [DeviceSlot(d, cache_dir, items_per_worker=items_per_worker) for d in devices]
+        self.reference_latency: dict[tuple[str, str], float | None] = {}
+        self._lock = threading.Lock()
+        self._log_dir = tempfile.mkdtemp(prefix="fib-logs-")
+
+    def run(self, groups: Iterable[Sequence[WorkItem]], on_verdict: OnVerdict) -> None:
+        pending: queue.Queue[Sequence[WorkItem]] = queue.Queue()
+        for group in groups:
+            pending.put(group)
+        errors: list[BaseException] = []
+
+        def serve(slot: DeviceSlot) -> None:
+            try:
+                while True:
+                    try:
+                        group = pending.get_nowait()
+                    except queue.Empty:
+                        return
+                    for item in group:
+                        self._run_one(slot, item, on_verdict)
+            except BaseException as exc:  # noqa: BLE001 - surfaced in the calling thread below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=serve, args=(slot,), daemon=True) for slot in self.slots]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
+
+    def _run_one(self, slot: DeviceSlot, item: WorkItem, on_verdict: OnVerdict) -> None:
+        key = item.workload_key
+        with self._lock:
+            known = self.reference_latency.get(key)
+        if known is not None:
+            item = replace(item, reference_latency_ms=known)
+
+        def remember(latency: float | None) -> None:
+            if latency is not None:
+                with self._lock:
+                    self.reference_latency.setdefault(key, latency)
+
+        log_path = os.path.join(self._log_dir, f"{slot.device.replace(':', '_')}-{threading.get_ident()}.log")
+        outcome, environment = slot.run(item, log_path, self.timeout_seconds, remember)
+        captured = read_bounded(log_path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(log_path)
+        verdict = Verdict(item, outcome, environment, captured)
+        with self._lock:
+            on_verdict(verdict)
+
+    def close(self) -> None:
+        for slot in self.slots:
+            slot.close()
+        shutil.rmtree(self._log_dir, ignore_errors=True)

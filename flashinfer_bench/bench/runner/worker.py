@@ -1,0 +1,159 @@
+"""The worker process: the only place where solution and reference code run.
+
+A worker owns one device. It builds solutions (through the content-addressed build cache), keeps the baseline of
+the workloads it saw last, and answers one WorkItem at a time with a WorkOutcome. Whatever it holds is rebuilt by
+a replacement worker from the item alone, so nothing can go stale when it dies.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import traceback
+from collections import OrderedDict
+from importlib import metadata
+from multiprocessing.connection import Connection
+from typing import Any
+
+from flashinfer_bench.bench.runner import protocol
+from flashinfer_bench.bench.runner.capture import capture_fds
+from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
+from flashinfer_bench.data import EvaluationStatus
+
+BASELINES_KEPT = 4
+
+
+def describe_environment(device: str) -> dict[str, Any]:
+    import torch
+
+    import flashinfer_bench
+
+    libs = {"torch": torch.__version__, "flashinfer_bench": flashinfer_bench.__version__, "python": platform.python_version()}
+    for name in ("triton", "flashinfer-python", "cupti-python"):
+        try:
+            libs[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    if torch.version.cuda:
+        libs["cuda"] = torch.version.cuda
+    hardware = torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else "cpu"
+    return {"hardware": hardware, "libs": libs}
+
+
+def prepare_device(device: str) -> None:
+    """Make the device current and create its context now, so start-up cost is not charged to an item."""
+    if device == "cpu":
+        # Triton kernels run through Triton's interpreter on the CPU; it reads this before a kernel is defined.
+        os.environ["TRITON_INTERPRET"] = "1"
+        return
+    import torch
+
+    torch.cuda.set_device(torch.device(device))
+    torch.zeros(1, device=device)
+    torch.cuda.synchronize()
+
+
+def device_is_healthy(device: str) -> bool:
+    if device == "cpu":
+        return True
+    import torch
+
+    try:
+        torch.cuda.synchronize()
+        torch.zeros(1, device=device).add_(1).item()
+        return True
+    except Exception:  # noqa: BLE001 - any failure here means the context is gone
+        return False
+
+
+class Worker:
+    def __init__(self, conn: Connection, device: str, cache_dir: str | None):
+        self.conn = conn
+        self.device = device
+        self.cache_dir = cache_dir
+        self.runnables: dict[str, Any] = {}
+        self.references: dict[str, Any] = {}
+        self.baselines: OrderedDict[tuple[str, str], Any] = OrderedDict()
+
+    def serve(self) -> None:
+        prepare_device(self.device)
+        self.conn.send((protocol.READY, describe_environment(self.device)))
+        while True:
+            message = self.conn.recv()
+            if message[0] == protocol.STOP:
+                return
+            item, log_path = message[1]
+            with capture_fds(log_path):
+                outcome = self.evaluate(item)
+            self.conn.send((protocol.RESULT, outcome))
+            if outcome.retire:
+                return
+
+    def evaluate(self, item: WorkItem) -> WorkOutcome:
+        from flashinfer_bench.compile import BuildError, build_solution, is_compile_error
+
+        try:
+            runnable = self.runnables.get(item.solution.content_hash())
+            if runnable is None:
+                runnable = build_solution(item.solution, device=self.device, cache_dir=self.cache_dir)
+                self.runnables[item.solution.content_hash()] = runnable
+        except BuildError as exc:
+            return WorkOutcome(EvaluationStatus.COMPILE_ERROR, log=f"{exc}\n{getattr(exc, 'log', '')}".strip())
+        except Exception:  # noqa: BLE001 - a builder failing on untrusted code is a compile error
+            return WorkOutcome(EvaluationStatus.COMPILE_ERROR, log=traceback.format_exc())
+        self.conn.send((protocol.BUILT, None))
+
+        from flashinfer_bench.bench.evaluators import resolve_evaluator
+
+        evaluator = resolve_evaluator(item.definition)
+        try:
+            baseline = self.baseline(evaluator, item)
+        except Exception:  # noqa: BLE001 - the reference or the workload is broken, not the solution
+            return WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log="reference failed:\n" + traceback.format_exc(),
+                               retire=not device_is_healthy(self.device))
+        reference_latency = item.reference_latency_ms if item.reference_latency_ms is not None else baseline.mean_latency_ms
+        self.conn.send((protocol.BASELINE, reference_latency))
+        try:
+            result = evaluator.check_correctness(
+                item.definition, runnable, baseline.inputs, baseline.outputs, item.config,
+                workload=item.workload, device=self.device, baseline=baseline,
+            )
+            if not result.passed:
+                return WorkOutcome(result.status, log=result.message, correctness=result.correctness)
+            performance = evaluator.eval_performance(
+                item.definition, runnable, baseline.inputs, reference_latency, item.config,
+                workload=item.workload, device=self.device,
+            )
+        except Exception as exc:  # noqa: BLE001 - untrusted code may raise anything
+            status = EvaluationStatus.COMPILE_ERROR if is_compile_error(exc) else EvaluationStatus.RUNTIME_ERROR
+            return WorkOutcome(status, log=traceback.format_exc(), retire=not device_is_healthy(self.device))
+        return WorkOutcome(EvaluationStatus.PASSED, log=result.message, correctness=result.correctness,
+                           performance=performance)
+
+    def baseline(self, evaluator: Any, item: WorkItem) -> Any:
+        key = (*item.workload_key, evaluator.__name__)
+        if key in self.baselines:
+            self.baselines.move_to_end(key)
+            return self.baselines[key]
+        from flashinfer_bench.bench.evaluators.calling import ValueReturning
+        from flashinfer_bench.compile import build_reference
+
+        reference = self.references.get(item.definition.name)
+        if reference is None:
+            reference = self.references[item.definition.name] = ValueReturning(build_reference(item.definition))
+        baseline = evaluator.build_baseline(
+            item.definition, item.workload, item.config, self.device, trace_set_root=item.trace_set_root,
+            reference=reference, profile=item.profile_baseline and item.reference_latency_ms is None,
+        )
+        self.baselines[key] = baseline
+        while len(self.baselines) > BASELINES_KEPT:
+            self.baselines.popitem(last=False)
+        return baseline
+
+
+def worker_main(conn: Connection, device: str, cache_dir: str | None) -> None:
+    """Process entry point."""
+    try:
+        Worker(conn, device, cache_dir).serve()
+    except (EOFError, KeyboardInterrupt, BrokenPipeError):
+        pass
