@@ -6,7 +6,14 @@ from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from flashinfer_bench.bench.config import BenchmarkConfig
-from flashinfer_bench.bench.runner import Verdict, WorkItem, available_devices, isolated_runner, persistent_runner
+from flashinfer_bench.bench.evaluators import evaluator_path, resolve_evaluator
+from flashinfer_bench.bench.runner import (
+    Verdict,
+    WorkItem,
+    available_devices,
+    isolated_runner,
+    persistent_runner,
+)
 from flashinfer_bench.bench.runner.runner import Runner
 from flashinfer_bench.data import Environment, Evaluation, Trace, TraceSet
 
@@ -67,10 +74,11 @@ class Benchmark:
             solutions = [s for s in self.trace_set.solutions.get(name, [])
                          if config.solutions is None or s.name in config.solutions]
             resolved = config.resolve(definition)
+            evaluator = evaluator_path(resolve_evaluator(definition))
             for workload_trace in self.trace_set.workloads.get(name, []):
                 workload = workload_trace.workload
                 group = [
-                    WorkItem(definition, solution, workload, resolved, root, config.profile_baseline)
+                    WorkItem(definition, solution, workload, resolved, root, evaluator, config.profile_baseline)
                     for solution in solutions
                     if (name, solution.name, workload.uuid) not in done
                 ]

@@ -38,10 +38,10 @@ def _read_json(path: Path) -> object:
         raise TraceSetError(path, None, f"cannot be read: {exc}") from None
 
 
-def _read_jsonl(path: Path, *, tolerate_torn_tail: bool) -> Iterable[tuple[str, object]]:
-    """(location, parsed object) per non-blank line; a torn last line (a crash mid-append) may be skipped."""
+def _read_jsonl(path: Path, *, skip_torn_lines: bool) -> Iterable[tuple[str, object]]:
+    """(location, parsed object) per non-blank line. Result files may hold a line torn by a crash mid-append,
+    with later appends after it: with ``skip_torn_lines`` such lines are skipped with a warning."""
     lines = path.read_text(encoding="utf-8").splitlines()
-    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     for index, line in enumerate(lines):
         if not line.strip():
             continue
@@ -49,9 +49,9 @@ def _read_jsonl(path: Path, *, tolerate_torn_tail: bool) -> Iterable[tuple[str, 
         try:
             yield where, json.loads(line)
         except json.JSONDecodeError as exc:
-            if tolerate_torn_tail and index == last:
-                logger.warning("%s: skipping an incomplete last line (%s)", where, exc.msg)
-                return
+            if skip_torn_lines:
+                logger.warning("%s: skipping an incomplete line (%s)", where, exc.msg)
+                continue
             raise TraceSetError(where, None, f"invalid JSON at column {exc.colno}: {exc.msg}") from None
 
 
@@ -106,7 +106,7 @@ class TraceSet:
 
         for file in sorted((root / "workloads").rglob("*.jsonl")) if (root / "workloads").is_dir() else ():
             seen: dict[str, str] = {}
-            for where, data in _read_jsonl(file, tolerate_torn_tail=False):
+            for where, data in _read_jsonl(file, skip_torn_lines=False):
                 trace = _validate(Trace, data, where)
                 trace_set._check_workload(trace, where)
                 if trace.workload.uuid in seen:
@@ -115,7 +115,7 @@ class TraceSet:
                 trace_set.workloads.setdefault(trace.definition, []).append(trace)
 
         for file in sorted((root / "traces").rglob("*.jsonl")) if (root / "traces").is_dir() else ():
-            for where, data in _read_jsonl(file, tolerate_torn_tail=True):
+            for where, data in _read_jsonl(file, skip_torn_lines=True):
                 trace = _validate(Trace, data, where)
                 trace_set.traces.setdefault(trace.definition, []).append(trace)
         return trace_set

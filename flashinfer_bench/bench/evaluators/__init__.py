@@ -4,7 +4,12 @@ from flashinfer_bench.bench.evaluators.default import DefaultEvaluator
 from flashinfer_bench.bench.evaluators.dsa import DSAEvaluator
 from flashinfer_bench.bench.evaluators.evaluator import Baseline, CorrectnessResult, Evaluator
 from flashinfer_bench.bench.evaluators.lowbit import LowbitEvaluator
-from flashinfer_bench.bench.evaluators.registry import register_evaluator, resolve_evaluator
+from flashinfer_bench.bench.evaluators.registry import (
+    evaluator_path,
+    load_evaluator,
+    register_evaluator,
+    resolve_evaluator,
+)
 from flashinfer_bench.bench.evaluators.sampling import SamplingEvaluator
 
 __all__ = [
@@ -15,6 +20,8 @@ __all__ = [
     "Evaluator",
     "LowbitEvaluator",
     "SamplingEvaluator",
+    "evaluator_path",
+    "load_evaluator",
     "register_evaluator",
     "resolve_evaluator",
 ]

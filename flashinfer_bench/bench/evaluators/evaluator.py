@@ -8,7 +8,7 @@ into RUNTIME_ERROR / COMPILE_ERROR; an evaluator only decides verdicts.
 
 from __future__ import annotations
 
-from abc import ABC
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
@@ -65,8 +65,9 @@ class Evaluator(ABC):
     """Base evaluator: element-wise tolerance checks. Subclasses override what differs for their op types."""
 
     @classmethod
+    @abstractmethod
     def can_evaluate(cls, definition: Definition) -> bool:
-        return False
+        """True for the definitions this evaluator judges."""
 
     @classmethod
     def build_baseline(cls, definition: Definition, workload: Workload, cfg: ResolvedEvalConfig, device: str, *,

@@ -17,6 +17,8 @@ class WorkItem:
     workload: Workload
     config: ResolvedEvalConfig
     trace_set_root: str | None
+    #: ``module:Class`` of the evaluator chosen in the parent (see evaluators.registry.evaluator_path).
+    evaluator: str = "flashinfer_bench.bench.evaluators.default:DefaultEvaluator"
     profile_baseline: bool = True
     #: Known from an earlier item of the same workload; None means the worker measures it (if profiling).
     reference_latency_ms: float | None = None

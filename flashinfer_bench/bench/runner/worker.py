@@ -103,10 +103,10 @@ class Worker:
             return WorkOutcome(EvaluationStatus.COMPILE_ERROR, log=traceback.format_exc())
         self.conn.send((protocol.BUILT, None))
 
-        from flashinfer_bench.bench.evaluators import resolve_evaluator
+        from flashinfer_bench.bench.evaluators import load_evaluator
 
-        evaluator = resolve_evaluator(item.definition)
         try:
+            evaluator = load_evaluator(item.evaluator)
             baseline = self.baseline(evaluator, item)
         except Exception:  # noqa: BLE001 - the reference or the workload is broken, not the solution
             return WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log="reference failed:\n" + traceback.format_exc(),
@@ -131,7 +131,7 @@ class Worker:
                            performance=performance)
 
     def baseline(self, evaluator: Any, item: WorkItem) -> Any:
-        key = (*item.workload_key, evaluator.__name__)
+        key = (*item.workload_key, item.evaluator)
         if key in self.baselines:
             self.baselines.move_to_end(key)
             return self.baselines[key]

@@ -1,0 +1,155 @@
+"""Evaluators judged in-process on CPU tensors (the worker calls exactly these methods)."""
+
+import torch
+from helpers import SCALE_ADD
+
+from flashinfer_bench.bench.config import ResolvedEvalConfig
+from flashinfer_bench.bench.evaluators import (
+    DefaultEvaluator,
+    DSAEvaluator,
+    LowbitEvaluator,
+    SamplingEvaluator,
+    resolve_evaluator,
+)
+from flashinfer_bench.bench.evaluators.calling import ValueReturning
+from flashinfer_bench.data import Definition, EvaluationStatus, Workload
+
+CFG = ResolvedEvalConfig(warmup_runs=1, iterations=3, num_trials=2, rtol=1e-2, atol=1e-2)
+SCALE = Definition.model_validate(SCALE_ADD)
+WORKLOAD = Workload(uuid="w", axes={"n": 64})
+
+
+def judge(evaluator, definition, fn, cfg=CFG, workload=WORKLOAD, dps=False):
+    baseline = evaluator.build_baseline(definition, workload, cfg, "cpu", profile=False)
+    callee = ValueReturning(fn, destination_passing_style=dps)
+    return evaluator.check_correctness(definition, callee, baseline.inputs, baseline.outputs, cfg,
+                                       workload=workload, device="cpu", baseline=baseline)
+
+
+def test_default_statuses():
+    assert judge(DefaultEvaluator, SCALE, lambda x, y: x * 2 + y).status is EvaluationStatus.PASSED
+    assert judge(DefaultEvaluator, SCALE, lambda x, y: x * 2 + y + 1).status is EvaluationStatus.INCORRECT_NUMERICAL
+    assert judge(DefaultEvaluator, SCALE, lambda x, y: (x * 2 + y)[:-1]).status is EvaluationStatus.INCORRECT_SHAPE
+    assert judge(DefaultEvaluator, SCALE, lambda x, y: (x * 2 + y).double()).status is EvaluationStatus.INCORRECT_DTYPE
+    assert judge(DefaultEvaluator, SCALE, lambda x, y: (x, y)).status is EvaluationStatus.INCORRECT_SHAPE
+
+
+def test_nan_and_inf_fail_even_with_huge_tolerance():
+    loose = CFG.model_copy(update={"atol": 1e9, "rtol": 1e9})
+
+    def nan_at_end(x, y):
+        out = x * 2 + y
+        out[-1] = float("nan")
+        return out
+
+    result = judge(DefaultEvaluator, SCALE, nan_at_end, cfg=loose)
+    assert result.status is EvaluationStatus.INCORRECT_NUMERICAL and "NaN" in result.message
+    assert judge(DefaultEvaluator, SCALE, lambda x, y: x * 2 + y + 1e3, cfg=loose).status is EvaluationStatus.PASSED
+
+
+def test_destination_passing_output_left_unwritten_fails():
+    def writes_half(x, y, out):
+        out[: x.numel() // 2] = (x * 2 + y)[: x.numel() // 2]
+
+    assert judge(DefaultEvaluator, SCALE, writes_half, dps=True).status is EvaluationStatus.INCORRECT_NUMERICAL
+    assert judge(DefaultEvaluator, SCALE, lambda x, y, out: out.copy_(x * 2 + y), dps=True).passed
+
+
+def test_mutating_inputs_does_not_reach_the_baseline():
+    baseline = DefaultEvaluator.build_baseline(SCALE, WORKLOAD, CFG, "cpu", profile=False)
+    before = [t.clone() for t in baseline.inputs[0]]
+
+    def vandal(x, y):
+        x.fill_(0)
+        return x * 2 + y
+
+    DefaultEvaluator.check_correctness(SCALE, ValueReturning(vandal), baseline.inputs, baseline.outputs, CFG,
+                                       workload=WORKLOAD, device="cpu")
+    assert all(torch.equal(a, b) for a, b in zip(before, baseline.inputs[0], strict=True))
+
+
+def test_trials_draw_fresh_inputs_deterministically():
+    a = DefaultEvaluator.build_baseline(SCALE, WORKLOAD, CFG, "cpu", profile=False)
+    b = DefaultEvaluator.build_baseline(SCALE, WORKLOAD, CFG, "cpu", profile=False)
+    assert not torch.equal(a.inputs[0][0], a.inputs[1][0])
+    assert torch.equal(a.inputs[1][0], b.inputs[1][0])
+
+
+def test_performance_reports_speedup_against_reference_latency():
+    baseline = DefaultEvaluator.build_baseline(SCALE, WORKLOAD, CFG, "cpu", profile=True)
+    assert baseline.mean_latency_ms > 0
+    perf = DefaultEvaluator.eval_performance(SCALE, ValueReturning(lambda x, y: x * 2 + y), baseline.inputs,
+                                             baseline.mean_latency_ms, CFG, workload=WORKLOAD, device="cpu")
+    assert perf.latency_ms > 0
+    assert abs(perf.speedup_factor - baseline.mean_latency_ms / perf.latency_ms) < 1e-9
+
+
+LOWBIT = Definition.model_validate(dict(SCALE_ADD, name="q", op_type="moe"))
+
+
+def test_lowbit_matched_ratio():
+    cfg = CFG.model_copy(update={"required_matched_ratio": 0.9})
+
+    def off_in(fraction):
+        def fn(x, y):
+            out = x * 2 + y
+            out[: int(out.numel() * fraction)] += 10
+            return out
+
+        return fn
+
+    assert resolve_evaluator(LOWBIT) is LowbitEvaluator
+    assert judge(LowbitEvaluator, LOWBIT, off_in(0.05), cfg=cfg).passed
+    failed = judge(LowbitEvaluator, LOWBIT, off_in(0.2), cfg=cfg)
+    assert failed.status is EvaluationStatus.INCORRECT_NUMERICAL
+    assert failed.correctness.extra["matched_ratio"] < 0.9
+
+
+SAMPLING = Definition.model_validate({
+    "name": "sample_v8", "op_type": "sampling",
+    "axes": {"batch_size": {"type": "var"}, "vocab_size": {"type": "const", "value": 8}},
+    "inputs": {"probs": {"shape": ["batch_size", "vocab_size"], "dtype": "float32"}},
+    "outputs": {"samples": {"shape": ["batch_size"], "dtype": "int64"}},
+    "reference": "import torch\ndef run(probs):\n    return torch.multinomial(probs, 1).squeeze(1)\n",
+})
+SAMPLING_CFG = CFG.model_copy(update={"extra": {"sampling_validation_trials": 200, "sampling_tvd_threshold": 0.2}})
+SAMPLING_WORKLOAD = Workload(uuid="s", axes={"batch_size": 16})
+
+
+def test_sampling_judged_by_distribution():
+    assert resolve_evaluator(SAMPLING) is SamplingEvaluator
+    fair = judge(SamplingEvaluator, SAMPLING, lambda p: torch.multinomial(p, 1).squeeze(1), cfg=SAMPLING_CFG,
+                 workload=SAMPLING_WORKLOAD)
+    assert fair.passed, fair.message
+    greedy = judge(SamplingEvaluator, SAMPLING, lambda p: p.argmax(dim=1), cfg=SAMPLING_CFG, workload=SAMPLING_WORKLOAD)
+    assert greedy.status is EvaluationStatus.INCORRECT_NUMERICAL and greedy.correctness.extra["tvd"] > 0.2
+    out_of_range = judge(SamplingEvaluator, SAMPLING, lambda p: torch.full((p.shape[0],), 99), cfg=SAMPLING_CFG,
+                         workload=SAMPLING_WORKLOAD)
+    assert out_of_range.status is EvaluationStatus.INCORRECT_NUMERICAL
+
+
+DSA = Definition.model_validate({
+    "name": "dsa_toy", "op_type": "dsa_paged",
+    "axes": {"t": {"type": "var"}, "k": {"type": "const", "value": 4}},
+    "inputs": {"scores": {"shape": ["t", "k"], "dtype": "float32"}},
+    "outputs": {"output": {"shape": ["t"], "dtype": "float32"}, "topk_indices": {"shape": ["t", "k"], "dtype": "int32"}},
+    "reference": ("import torch\ndef run(scores):\n    idx = torch.arange(4, dtype=torch.int32).repeat(scores.shape[0], 1)\n"
+                  "    return scores.sum(1), idx\n"),
+})
+DSA_WORKLOAD = Workload(uuid="d", axes={"t": 5})
+
+
+def test_dsa_indices_compared_as_sets():
+    assert resolve_evaluator(DSA) is DSAEvaluator
+
+    def permuted(scores):
+        idx = torch.tensor([3, 1, 0, 2], dtype=torch.int32).repeat(scores.shape[0], 1)
+        return scores.sum(1), idx
+
+    def other_set(scores):
+        idx = torch.tensor([0, 1, 2, 7], dtype=torch.int32).repeat(scores.shape[0], 1)
+        return scores.sum(1), idx
+
+    assert judge(DSAEvaluator, DSA, permuted, workload=DSA_WORKLOAD).passed
+    assert judge(DSAEvaluator, DSA, other_set, workload=DSA_WORKLOAD).status is EvaluationStatus.INCORRECT_NUMERICAL
+    assert judge(DefaultEvaluator, DSA, permuted, workload=DSA_WORKLOAD).status is EvaluationStatus.INCORRECT_NUMERICAL

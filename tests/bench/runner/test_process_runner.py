@@ -1,0 +1,87 @@
+"""Real worker processes on the CPU device: every failure mode is a verdict for its own item only."""
+
+import time
+
+import pytest
+from helpers import SCALE_ADD, scale_add_set
+
+from flashinfer_bench.bench import Benchmark, BenchmarkConfig
+from flashinfer_bench.bench.runner import isolated_runner, persistent_runner
+from flashinfer_bench.data import TraceSet
+
+PRINT_PID = "import os\ndef run(x, y):\n    print('pid', os.getpid())\n    return x * 2 + y\n"
+BEHAVIOURS = {
+    "a_ok": PRINT_PID,
+    "b_segfault": "import ctypes\ndef run(x, y):\n    ctypes.string_at(0)\n",
+    "c_ok_after_crash": PRINT_PID,
+    "d_exits": "import os\ndef run(x, y):\n    print('leaving', flush=True)\n    os._exit(3)\n",
+    "e_hangs": "def run(x, y):\n    while True:\n        pass\n",
+    "f_raises": "def run(x, y):\n    raise ValueError('boom')\n",
+    "g_wrong": "def run(x, y):\n    return x * 3 + y\n",
+    "h_ok_last": PRINT_PID,
+}
+EXPECTED = {
+    "a_ok": "PASSED", "b_segfault": "RUNTIME_ERROR", "c_ok_after_crash": "PASSED", "d_exits": "RUNTIME_ERROR",
+    "e_hangs": "TIMEOUT", "f_raises": "RUNTIME_ERROR", "g_wrong": "INCORRECT_NUMERICAL", "h_ok_last": "PASSED",
+}
+CONFIG = BenchmarkConfig(iterations=3, warmup_runs=1, num_trials=2, timeout_seconds=4)
+
+
+def pids(traces):
+    return {t.solution: int(t.evaluation.log.split("pid ")[1].split()[0]) for t in traces if "pid " in t.evaluation.log}
+
+
+@pytest.mark.parametrize("factory", [persistent_runner, isolated_runner], ids=["persistent", "isolated"])
+def test_every_behaviour_gets_its_status_in_one_run(tmp_path, factory):
+    trace_set = TraceSet.from_path(scale_add_set(tmp_path, BEHAVIOURS, sizes=(32,)))
+    benchmark = Benchmark(trace_set, CONFIG, runner_factory=lambda c: factory(["cpu"], timeout_seconds=c.timeout_seconds))
+    result = benchmark.run_all(save_results=False)
+    traces = result.traces["scale_add"]
+    assert {t.solution: t.evaluation.status.value for t in traces} == EXPECTED
+    by_name = {t.solution: t.evaluation for t in traces}
+    assert "SIGSEGV" in by_name["b_segfault"].log
+    assert "exited with status 3" in by_name["d_exits"].log and "leaving" in by_name["d_exits"].log
+    assert "ValueError: boom" in by_name["f_raises"].log
+    assert by_name["a_ok"].performance.latency_ms > 0
+    seen = pids(traces)
+    if factory is isolated_runner:
+        assert len(set(seen.values())) == len(seen) == 3  # a fresh process per item
+    else:
+        assert seen["c_ok_after_crash"] != seen["a_ok"]  # the crashed worker was replaced
+        assert seen["h_ok_last"] != seen["c_ok_after_crash"]  # and again after the exit and the hang
+
+
+def test_dead_worker_is_noticed_at_once(tmp_path):
+    trace_set = TraceSet.from_path(scale_add_set(tmp_path, {"segfault": BEHAVIOURS["b_segfault"]}, sizes=(8,)))
+    config = CONFIG.model_copy(update={"timeout_seconds": 120})
+    runner = persistent_runner(["cpu"], timeout_seconds=120)
+    try:
+        runner.slots[0].environment()  # worker started and ready
+        started = time.monotonic()
+        Benchmark(trace_set, config, runner_factory=lambda c: runner).run_all(save_results=False)
+        assert time.monotonic() - started < 60  # far below the 120 s timeout
+    finally:
+        runner.close()
+
+
+def test_environment_is_recorded(tmp_path):
+    trace_set = TraceSet.from_path(scale_add_set(tmp_path, {"ok": "def run(x, y):\n    return x * 2 + y\n"}, sizes=(8,)))
+    result = Benchmark(trace_set, CONFIG).run_all(save_results=False)
+    environment = result.traces["scale_add"][0].evaluation.environment
+    assert environment.hardware == "cpu"
+    assert {"torch", "flashinfer_bench", "python"} <= set(environment.libs)
+
+
+def test_output_capture_is_bounded(tmp_path):
+    noisy = "import sys\ndef run(x, y):\n    print('x' * 1_000_000)\n    sys.stderr.write('tail-marker\\n')\n    return x * 2 + y\n"
+    trace_set = TraceSet.from_path(scale_add_set(tmp_path, {"noisy": noisy}, sizes=(8,)))
+    evaluation = Benchmark(trace_set, CONFIG).run_all(save_results=False).traces["scale_add"][0].evaluation
+    assert evaluation.status.value == "PASSED"
+    assert len(evaluation.log) < 40_000 and "bytes of output omitted" in evaluation.log
+    assert "tail-marker" in evaluation.log
+
+
+def test_definition_without_solutions_runs_nothing(tmp_path):
+    trace_set = TraceSet.from_path(scale_add_set(tmp_path, {}, sizes=(8,)))
+    assert trace_set.definitions["scale_add"].name == SCALE_ADD["name"]
+    assert Benchmark(trace_set, CONFIG).run_all(save_results=True).traces == {}

@@ -1,0 +1,91 @@
+import json
+
+from helpers import SCALE_ADD, python_solution, scale_add_set, workload_line, write_trace_set
+
+from flashinfer_bench.bench import Benchmark, BenchmarkConfig
+from flashinfer_bench.bench.evaluators import CorrectnessResult, DefaultEvaluator, register_evaluator
+from flashinfer_bench.bench.evaluators.registry import _EVALUATORS
+from flashinfer_bench.data import EvaluationStatus, TraceSet
+
+CONFIG = BenchmarkConfig(iterations=3, warmup_runs=1, num_trials=1, timeout_seconds=30)
+OK = "def run(x, y):\n    return x * 2 + y\n"
+#: Runs after a_ok in the same workload group and reports how many traces are already on disk.
+COUNTS_TRACES = (
+    "import glob, os\n"
+    "def run(x, y):\n"
+    "    for f in glob.glob(os.environ['FIB_TEST_ROOT'] + '/traces/*/*.jsonl'):\n"
+    "        print('lines on disk', sum(1 for _ in open(f)))\n"
+    "    return x * 2 + y\n"
+)
+
+
+def test_run_all_returns_input_plus_new_traces_and_appends_each_at_once(tmp_path, monkeypatch):
+    root = scale_add_set(tmp_path, {"a_ok": OK, "b_counts": COUNTS_TRACES}, sizes=(8,))
+    monkeypatch.setenv("FIB_TEST_ROOT", str(root))
+    trace_set = TraceSet.from_path(root)
+    result = Benchmark(trace_set, CONFIG).run_all(save_results=True)
+    assert result is not trace_set and trace_set.traces == {}
+    assert set(result.definitions) == set(trace_set.definitions) and result.workloads == trace_set.workloads
+    traces = {t.solution: t for t in result.traces["scale_add"]}
+    assert "lines on disk 1" in traces["b_counts"].evaluation.log  # a_ok's trace was on disk before b ran
+    on_disk = (root / "traces" / "elementwise" / "scale_add.jsonl").read_text().splitlines()
+    assert [json.loads(line)["solution"] for line in on_disk] == ["a_ok", "b_counts"]
+    assert len(TraceSet.from_path(root).traces["scale_add"]) == 2
+
+
+def test_no_save_results_writes_nothing(tmp_path):
+    root = scale_add_set(tmp_path, {"ok": OK}, sizes=(8,))
+    result = Benchmark(TraceSet.from_path(root), CONFIG).run_all(save_results=False)
+    assert len(result.traces["scale_add"]) == 1
+    assert not (root / "traces").exists()
+
+
+def test_resume_skips_traced_pairs(tmp_path):
+    root = scale_add_set(tmp_path, {"ok": OK}, sizes=(8, 16))
+    Benchmark(TraceSet.from_path(root), CONFIG.with_overrides(definitions=["scale_add"])).run_all()
+    (root / "solutions" / "scale_add" / "new.json").write_text(json.dumps(python_solution("new", OK)))
+    with_new_workload = workload_line("scale_add", "w32", {"n": 32})
+    with open(root / "workloads" / "scale_add.jsonl", "a") as handle:
+        handle.write(with_new_workload)
+    trace_set = TraceSet.from_path(root)
+    benchmark = Benchmark(trace_set, CONFIG)
+    assert sorted((g[0].workload.uuid, len(g)) for g in benchmark.work_groups(resume=True)) == [
+        ("w16", 1), ("w32", 2), ("w8", 1)]
+    result = benchmark.run_all(resume=True)
+    assert len(result.traces["scale_add"]) == 6
+
+
+def test_filters_select_definitions_and_solutions(tmp_path):
+    root = scale_add_set(tmp_path, {"a": OK, "b": OK}, sizes=(8,))
+    config = CONFIG.with_overrides(solutions=["b"])
+    assert [[i.solution.name for i in g] for g in Benchmark(TraceSet.from_path(root), config).work_groups()] == [["b"]]
+    config = CONFIG.with_overrides(definitions=["other"])
+    assert Benchmark(TraceSet.from_path(root), config).work_groups() == []
+
+
+class MarksEverythingWrong(DefaultEvaluator):
+    """A custom evaluator, as the docs show: registered, then chosen for op_type 'custom'."""
+
+    @classmethod
+    def can_evaluate(cls, definition):
+        return definition.op_type == "custom"
+
+    @classmethod
+    def check_correctness(cls, definition, sol_runnable, inputs, ref_outputs, cfg, **kwargs):
+        threshold = cfg.extra.get("my_param", 0)
+        return CorrectnessResult(EvaluationStatus.INCORRECT_NUMERICAL, message=f"custom evaluator said no ({threshold})")
+
+
+def test_custom_evaluator_is_used_by_workers(tmp_path):
+    definition = dict(SCALE_ADD, op_type="custom")
+    root = write_trace_set(tmp_path, [definition], [python_solution("ok", OK)],
+                           {"scale_add": [workload_line("scale_add", "w", {"n": 8})]})
+    register_evaluator(MarksEverythingWrong, first=True)
+    try:
+        config = CONFIG.with_overrides(op_type_config={"custom": {"extra": {"my_param": 7}}})
+        result = Benchmark(TraceSet.from_path(root), config).run_all(save_results=False)
+    finally:
+        _EVALUATORS.remove(MarksEverythingWrong)
+    evaluation = result.traces["scale_add"][0].evaluation
+    assert evaluation.status is EvaluationStatus.INCORRECT_NUMERICAL
+    assert "custom evaluator said no (7)" in evaluation.log

@@ -1,0 +1,17 @@
+"""Test-wide settings: Triton kernels run through Triton's interpreter when there is no GPU."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _isolated_build_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Builds go to a per-session cache, never the user's."""
+    monkeypatch.setenv("FLASHINFER_BENCH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "build-cache"))

@@ -1,0 +1,59 @@
+"""Writing small trace sets to disk for tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+SCALE_ADD = {
+    "name": "scale_add",
+    "op_type": "elementwise",
+    "axes": {"n": {"type": "var"}},
+    "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "y": {"shape": ["n"], "dtype": "float32"}},
+    "outputs": {"out": {"shape": ["n"], "dtype": "float32"}},
+    "reference": "import torch\ndef run(x, y):\n    return x * 2 + y\n",
+}
+
+
+def python_solution(name: str, source: str, *, definition: str = "scale_add", dps: bool = False) -> dict[str, Any]:
+    return {
+        "name": name,
+        "definition": definition,
+        "author": "tests",
+        "spec": {"language": "python", "target_hardware": ["cpu"], "entry_point": "main.py::run",
+                 "destination_passing_style": dps},
+        "sources": [{"path": "main.py", "content": source}],
+    }
+
+
+def workload_line(definition: str, uuid: str, axes: dict[str, int], inputs: dict[str, Any] | None = None) -> str:
+    return json.dumps({"definition": definition, "solution": None, "evaluation": None,
+                       "workload": {"uuid": uuid, "axes": axes, "inputs": inputs or {}}}) + "\n"
+
+
+def write_trace_set(root: Path, definitions: list[dict[str, Any]], solutions: list[dict[str, Any]],
+                    workloads: dict[str, list[str]]) -> Path:
+    for definition in definitions:
+        path = root / "definitions" / definition["op_type"] / f"{definition['name']}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(definition, indent=2))
+    for solution in solutions:
+        path = root / "solutions" / solution["definition"] / f"{solution['name']}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(solution, indent=2))
+    for definition_name, lines in workloads.items():
+        path = root / "workloads" / f"{definition_name}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(lines))
+    return root
+
+
+def scale_add_set(root: Path, solutions: dict[str, str], sizes: tuple[int, ...] = (8, 100)) -> Path:
+    """The scale_add definition with value-returning python solutions given as {name: source}."""
+    return write_trace_set(
+        root,
+        [SCALE_ADD],
+        [python_solution(name, source) for name, source in solutions.items()],
+        {"scale_add": [workload_line("scale_add", f"w{n}", {"n": n}) for n in sizes]},
+    )
