@@ -112,7 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return routine_main(argv[1:])
     args = build_parser().parse_args(argv)
-    console = Console()
+    # Off a terminal rich would wrap at 80 columns; long definition and solution names stay whole in logs.
+    console = Console() if sys.stdout.isatty() else Console(width=200)
     try:
         if args.command == "run":
             return command_run(args, console)

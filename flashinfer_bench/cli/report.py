@@ -83,10 +83,10 @@ class TerminalProgress:
         line = (f"[{self.done}/{self.total}] {trace.definition} / {trace.solution} / "
                 f"{trace.workload.uuid[:8]}: {evaluation.status.value}{speed}")
         if self.progress is not None:
-            self.progress.console.print(line, highlight=False)
+            self.progress.console.print(line, highlight=False, soft_wrap=True)
             self.progress.advance(self.task)
         else:
-            self.console.print(line, highlight=False)
+            self.console.print(line, highlight=False, soft_wrap=True)
 
     def finish(self) -> None:
         if self.progress is not None:

@@ -23,7 +23,7 @@ class DType(str, Enum):
 
     @property
     def is_floating(self) -> bool:
-        return self.value.startswith("float")
+        return self.value.startswith(("float", "bfloat"))
 
     @property
     def is_low_bit(self) -> bool:
