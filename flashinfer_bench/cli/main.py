@@ -73,6 +73,9 @@ def load_config(args: argparse.Namespace):
 
 
 def command_run(args: argparse.Namespace, console: Console) -> int:
+    from flashinfer_bench.bench.runner.process import start_worker_server
+
+    start_worker_server()  # before this process imports torch, so the two imports overlap
     from flashinfer_bench.bench import Benchmark
     from flashinfer_bench.bench.summary import summarize
     from flashinfer_bench.cli.report import TerminalProgress, summary_tables

@@ -31,6 +31,15 @@ def process_context() -> Any:
     return _CONTEXT
 
 
+def start_worker_server() -> None:
+    """Start the forkserver now (it imports torch in the background) so later workers start at fork speed."""
+    context = process_context()
+    if context.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+
+
 class WorkerStartError(RuntimeError):
     """A worker died or hung before it was ready: a problem of the device or the installation, not of a solution."""
 
