@@ -9,19 +9,18 @@ from flashinfer_bench.data import EvaluationStatus, TraceSet
 
 CONFIG = BenchmarkConfig(iterations=3, warmup_runs=1, num_trials=1, timeout_seconds=30)
 OK = "def run(x, y):\n    return x * 2 + y\n"
-#: Runs after a_ok in the same workload group and reports how many traces are already on disk.
+#: Runs after a_ok in the same workload group and reports how many traces are already on disk under ROOT.
 COUNTS_TRACES = (
-    "import glob, os\n"
+    "import glob\n"
     "def run(x, y):\n"
-    "    for f in glob.glob(os.environ['FIB_TEST_ROOT'] + '/traces/*/*.jsonl'):\n"
+    "    for f in glob.glob('ROOT/traces/*/*.jsonl'):\n"
     "        print('lines on disk', sum(1 for _ in open(f)))\n"
     "    return x * 2 + y\n"
 )
 
 
-def test_run_all_returns_input_plus_new_traces_and_appends_each_at_once(tmp_path, monkeypatch):
-    root = scale_add_set(tmp_path, {"a_ok": OK, "b_counts": COUNTS_TRACES}, sizes=(8,))
-    monkeypatch.setenv("FIB_TEST_ROOT", str(root))
+def test_run_all_returns_input_plus_new_traces_and_appends_each_at_once(tmp_path):
+    root = scale_add_set(tmp_path, {"a_ok": OK, "b_counts": COUNTS_TRACES.replace("ROOT", str(tmp_path))}, sizes=(8,))
     trace_set = TraceSet.from_path(root)
     result = Benchmark(trace_set, CONFIG).run_all(save_results=True)
     assert result is not trace_set and trace_set.traces == {}

@@ -34,6 +34,22 @@ def clone_inputs(inputs: Sequence[Any]) -> list[Any]:
     return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bitwise equality, so that NaN inputs compare equal to themselves."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+
+
+def modified_inputs(names: Sequence[str], pristine: Sequence[Any], used: Sequence[Any]) -> list[str]:
+    """Names of tensor inputs that a call wrote into (``used`` were handed to it, ``pristine`` were not)."""
+    return [
+        name
+        for name, before, after in zip(names, pristine, used, strict=True)
+        if isinstance(before, torch.Tensor) and not _same_bits(before, after)
+    ]
+
+
 def normalize_outputs(result: Any, count: int) -> tuple[Any, ...]:
     outputs = tuple(result) if isinstance(result, (tuple, list)) else (result,)
     if len(outputs) != count:

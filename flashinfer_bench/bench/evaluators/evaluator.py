@@ -20,6 +20,7 @@ from flashinfer_bench.bench.evaluators.calling import (
     ValueReturning,
     clone_inputs,
     invoke,
+    modified_inputs,
     timing_closure,
 )
 from flashinfer_bench.bench.evaluators.compare import ValueErrors, structure_mismatch, value_errors
@@ -90,10 +91,15 @@ class Evaluator(ABC):
         names = list(definition.outputs)
         total = ValueErrors()
         for trial_inputs, reference in zip(inputs, ref_outputs, strict=True):
+            call_inputs = clone_inputs(trial_inputs)
             try:
-                outputs = invoke(sol_runnable, definition, workload, clone_inputs(trial_inputs), device)
+                outputs = invoke(sol_runnable, definition, workload, call_inputs, device)
             except OutputCountError as exc:
                 return CorrectnessResult(EvaluationStatus.INCORRECT_SHAPE, message=str(exc))
+            written = modified_inputs(list(definition.inputs), trial_inputs, call_inputs)
+            if written:
+                return CorrectnessResult(EvaluationStatus.INCORRECT_NUMERICAL,
+                                         message=f"the solution wrote into its input(s) {written}")
             mismatch = structure_mismatch(outputs, reference, names)
             if mismatch is not None:
                 return CorrectnessResult(mismatch[0], message=mismatch[1])

@@ -12,9 +12,18 @@ from typing import Any
 from flashinfer_bench.bench.runner import protocol
 from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
 from flashinfer_bench.bench.runner.worker import worker_main
-from flashinfer_bench.data import EvaluationStatus
+from flashinfer_bench.data import EvaluationStatus, Language
 
 _CONTEXT: Any = None
+
+#: Languages built by a compiler; their first build may take minutes, more than an evaluation's timeout.
+COMPILED_LANGUAGES = {Language.CPP, Language.CUDA, Language.TILELANG}
+COMPILED_BUILD_TIMEOUT_S = 900.0
+
+
+def build_timeout(item: WorkItem, timeout: float) -> float:
+    """How long the build may take before TIMEOUT; the evaluation's own ``timeout`` starts once it is built."""
+    return max(timeout, COMPILED_BUILD_TIMEOUT_S) if item.solution.spec.language in COMPILED_LANGUAGES else timeout
 
 
 def process_context() -> Any:
@@ -87,7 +96,7 @@ class WorkerProcess:
                  on_baseline: Callable[[float | None], None]) -> WorkOutcome:
         """Run one item. A death or a hang is a verdict (RUNTIME_ERROR / TIMEOUT), never an exception."""
         self.conn.send((protocol.EVALUATE, (item, log_path)))
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + build_timeout(item, timeout)
         while True:
             ready = wait([self.conn, self.process.sentinel], max(0.0, deadline - time.monotonic()))
             if not ready:

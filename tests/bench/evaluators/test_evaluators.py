@@ -153,3 +153,13 @@ def test_dsa_indices_compared_as_sets():
     assert judge(DSAEvaluator, DSA, permuted, workload=DSA_WORKLOAD).passed
     assert judge(DSAEvaluator, DSA, other_set, workload=DSA_WORKLOAD).status is EvaluationStatus.INCORRECT_NUMERICAL
     assert judge(DefaultEvaluator, DSA, permuted, workload=DSA_WORKLOAD).status is EvaluationStatus.INCORRECT_NUMERICAL
+
+
+def test_writing_into_inputs_is_incorrect_even_with_the_right_answer():
+    def doubles_x_in_place(x, y, out):
+        x.mul_(2)
+        out.copy_(x + y)
+
+    result = judge(DefaultEvaluator, SCALE, doubles_x_in_place, dps=True)
+    assert result.status is EvaluationStatus.INCORRECT_NUMERICAL
+    assert "wrote into its input(s) ['x']" in result.message

@@ -19,7 +19,7 @@ ROOT = FIXTURES / "trace_sets" / "adversarial"
 def test_every_solution_gets_its_expected_status(tmp_path, isolated):
     expected = json.loads((ROOT / "EXPECTED.json").read_text())
     root = shutil.copytree(ROOT, tmp_path / "set")
-    config = BenchmarkConfig.default(use_isolated_runner=isolated, timeout_seconds=20, iterations=5, warmup_runs=2,
+    config = BenchmarkConfig.default(use_isolated_runner=isolated, timeout_seconds=8, iterations=5, warmup_runs=2,
                                      num_trials=2)
     result = Benchmark(TraceSet.from_path(root), config).run_all(save_results=True)
     traces = [t for group in result.traces.values() for t in group]

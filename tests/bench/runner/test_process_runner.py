@@ -3,6 +3,7 @@
 import time
 
 import pytest
+import torch
 from helpers import SCALE_ADD, scale_add_set
 
 from flashinfer_bench.bench import Benchmark, BenchmarkConfig
@@ -68,7 +69,8 @@ def test_environment_is_recorded(tmp_path):
     trace_set = TraceSet.from_path(scale_add_set(tmp_path, {"ok": "def run(x, y):\n    return x * 2 + y\n"}, sizes=(8,)))
     result = Benchmark(trace_set, CONFIG).run_all(save_results=False)
     environment = result.traces["scale_add"][0].evaluation.environment
-    assert environment.hardware == "cpu"
+    expected = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+    assert environment.hardware == expected
     assert {"torch", "flashinfer_bench", "python"} <= set(environment.libs)
 
 

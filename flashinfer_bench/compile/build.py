@@ -1,0 +1,59 @@
+"""Build a solution, or load a definition's reference, into something callable."""
+
+from __future__ import annotations
+
+import hashlib
+import linecache
+import os
+import sys
+import traceback
+import types
+from collections.abc import Callable
+from typing import Any
+
+from flashinfer_bench.compile.cache import resolve_cache_root
+from flashinfer_bench.compile.context import BuildContext
+from flashinfer_bench.compile.dependencies import check_dependencies
+from flashinfer_bench.compile.errors import BuildError, bound_log
+from flashinfer_bench.compile.registry import find_builder
+from flashinfer_bench.compile.runnable import Runnable
+from flashinfer_bench.data import Definition, Solution
+
+
+def build_solution(
+    solution: Solution, device: str = "cpu", cache_dir: str | os.PathLike[str] | None = None
+) -> Runnable:
+    """Build (or fetch from the build cache) a solution for ``device``; raises BuildError."""
+    check_dependencies(solution.spec.dependencies)
+    builder = find_builder(solution.spec)
+    return builder(solution, BuildContext(device=device, cache_root=resolve_cache_root(cache_dir)))
+
+
+def build_reference(definition: Definition) -> Callable[..., Any]:
+    """The ``run`` function of a definition's reference source; raises BuildError if it does not import.
+
+    The source is registered with ``linecache`` under a readable file name, so tracebacks through
+    the reference show its lines without writing it to disk.
+    """
+    source = definition.reference
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    module_name = f"fib_reference_{digest}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        filename = f"<reference of {definition.name}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+        module = types.ModuleType(module_name)
+        module.__file__ = filename
+        sys.modules[module_name] = module
+        try:
+            exec(compile(source, filename, "exec"), module.__dict__)
+        except (Exception, SystemExit) as exc:
+            del sys.modules[module_name]
+            raise BuildError(
+                f"the reference of {definition.name} failed to import: {type(exc).__name__}: {exc}",
+                log=bound_log(traceback.format_exc()),
+            ) from exc
+    run = getattr(module, "run", None)
+    if not callable(run):
+        raise BuildError(f"the reference of {definition.name} defines no callable run")
+    return run

@@ -1,0 +1,372 @@
+"""``bench_gpu_time`` and ``bench_gpu_time_detailed``: the timing API everything else calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+
+from . import notices
+from .adaptive import AdaptiveOutcome, sample_until
+from .clocks import clock_drop_warning, sm_clock_mhz
+from .cupti_timer import CUPTI_MISSING, CuptiUnavailable, load_cupti, measure_cupti
+from .devices import device_name, resolve_device
+from .events import measure_events
+from .graph import WARM_CALLS_PER_GRAPH, GraphCaptureFailed, capture
+from .host import measure_host
+from .l2 import (
+    MAX_ROTATION_COPIES,
+    ArgSet,
+    copies_needed,
+    flush_l2,
+    l2_cache_bytes,
+    rotating_arg_sets,
+    tensor_bytes,
+)
+from .result import (
+    CUDA_EVENTS,
+    CUPTI,
+    FLUSH_L2,
+    HOST_CLOCK,
+    ROTATE_BUFFERS,
+    WARM,
+    TimingResult,
+)
+from .stats import summarize
+from .steps import Step, nothing
+
+# A median whose 95% CI is wider than this percentage of it is reported as noisy.
+NOISE_LIMIT_PCT = 10.0
+
+
+def bench_gpu_time(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...] = (),
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    enable_cupti: bool = True,
+    num_iters: int = 30,
+    dry_run_iters: int = 5,
+    cold_l2_cache: bool = False,
+    rotate_buffers: bool = False,
+    use_cuda_graph: bool = False,
+    device: str | int | torch.device | None = None,
+) -> tuple[float, float]:
+    """Median and standard deviation of one call of ``fn(*args, **kwargs)``, in milliseconds.
+
+    See :func:`bench_gpu_time_detailed` for the arguments.
+    """
+    result = bench_gpu_time_detailed(
+        fn,
+        args,
+        kwargs,
+        enable_cupti=enable_cupti,
+        num_iters=num_iters,
+        dry_run_iters=dry_run_iters,
+        cold_l2_cache=cold_l2_cache,
+        rotate_buffers=rotate_buffers,
+        use_cuda_graph=use_cuda_graph,
+        device=device,
+    )
+    return result.median_ms, result.std_ms
+
+
+def bench_gpu_time_detailed(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...] = (),
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    enable_cupti: bool = True,
+    num_iters: int = 30,
+    dry_run_iters: int = 5,
+    cold_l2_cache: bool = False,
+    rotate_buffers: bool = False,
+    use_cuda_graph: bool = False,
+    device: str | int | torch.device | None = None,
+    target_ci_pct: float | None = None,
+    time_budget_s: float | None = None,
+) -> TimingResult:
+    """Time ``fn(*args, **kwargs)`` and return every sample with the conditions it was taken under.
+
+    Args:
+        enable_cupti: time GPU work from CUPTI kernel records (all streams); falls back to CUDA events,
+            with one warning per process, when cupti-python is missing. False forces CUDA events.
+        num_iters: samples to take (the first batch when sampling adaptively).
+        dry_run_iters: untimed warm-up calls before measuring.
+        cold_l2_cache: evict the L2 before each sample (flush, or rotation under a CUDA graph).
+        rotate_buffers: rotate through copies of the tensor arguments whose total exceeds the L2.
+        use_cuda_graph: capture several calls into a CUDA graph and time its replays.
+        device: where to time; None infers it from the tensors in args/kwargs (CPU: host clock).
+        target_ci_pct: keep sampling, in batches of num_iters, until the 95% CI of the median is narrower
+            than this percentage of the median (or the budget is spent; 10 s when not given).
+        time_budget_s: seconds of sampling allowed; alone, sampling continues until it is spent.
+    """
+    if num_iters < 1:
+        raise ValueError("num_iters must be at least 1")
+    if dry_run_iters < 0:
+        raise ValueError("dry_run_iters must not be negative")
+    kwargs = dict(kwargs or {})
+    dev = resolve_device(device, args, kwargs)
+    if dev.type == "cuda":
+        with torch.cuda.device(dev):
+            return _time_cuda(
+                fn,
+                args,
+                kwargs,
+                dev,
+                enable_cupti,
+                num_iters,
+                dry_run_iters,
+                cold_l2_cache,
+                rotate_buffers,
+                use_cuda_graph,
+                target_ci_pct,
+                time_budget_s,
+            )
+    return _time_host(
+        fn,
+        args,
+        kwargs,
+        dev,
+        num_iters,
+        dry_run_iters,
+        cold_l2_cache or rotate_buffers,
+        use_cuda_graph,
+        target_ci_pct,
+        time_budget_s,
+    )
+
+
+def _time_host(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    dev: torch.device,
+    num_iters: int,
+    dry_run_iters: int,
+    cold: bool,
+    use_cuda_graph: bool,
+    target_ci_pct: float | None,
+    time_budget_s: float | None,
+) -> TimingResult:
+    notes: list[str] = []
+    if cold:
+        notices.warn("A cold cache is not available on the host clock; timed with a warm cache.", notes)
+    if use_cuda_graph:
+        notices.warn("CUDA graphs need a CUDA device; timed without a graph.", notes)
+
+    def body(_: int) -> None:
+        fn(*args, **kwargs)
+
+    for i in range(dry_run_iters):
+        body(i)
+    sampler = _IndexedBatches(lambda indices: measure_host(nothing, body, indices))
+    outcome = sample_until(sampler, num_iters, target_ci_pct, time_budget_s)
+    return _finish(outcome, HOST_CLOCK, False, dev, WARM, None, None, 1, notes, target_ci_pct)
+
+
+class _IndexedBatches:
+    """Adapts a measurer over sample indices to ``measure_batch(k)``; indices continue across batches so
+    that buffer rotation carries on where the previous batch stopped."""
+
+    def __init__(self, measure: Callable[[range], list[float]]) -> None:
+        self.measure = measure
+        self.next_index = 0
+
+    def __call__(self, k: int) -> list[float]:
+        indices = range(self.next_index, self.next_index + k)
+        self.next_index += k
+        return self.measure(indices)
+
+
+def _cache_setup(
+    dev: torch.device,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    cold: bool,
+    rotate: bool,
+    use_cuda_graph: bool,
+    notes: list[str],
+) -> tuple[str, list[ArgSet]]:
+    """The cache policy and the argument sets to cycle through.
+
+    Rotation is used when asked for, and for a cold cache under a CUDA graph (a flush inside the graph
+    would be timed); it needs enough tensor bytes to cover the L2 in at most MAX_ROTATION_COPIES copies,
+    and otherwise the L2 is flushed before each sample (under a graph: one call per replay).
+    """
+    base: list[ArgSet] = [(tuple(args), kwargs)]
+    if not cold and not rotate:
+        return WARM, base
+    if rotate or use_cuda_graph:
+        nbytes = tensor_bytes(args, kwargs)
+        copies = copies_needed(nbytes, l2_cache_bytes(dev)) if nbytes > 0 else MAX_ROTATION_COPIES + 1
+        if copies <= MAX_ROTATION_COPIES:
+            try:
+                return ROTATE_BUFFERS, rotating_arg_sets(args, kwargs, copies)
+            except torch.cuda.OutOfMemoryError:
+                reason = f"{copies} copies of the arguments do not fit in device memory"
+        else:
+            reason = f"the arguments hold {nbytes} tensor bytes, too few to rotate past the L2"
+        if rotate:
+            notices.warn(f"rotate_buffers: {reason}; flushing the L2 before each sample instead.", notes)
+    return FLUSH_L2, base
+
+
+def choose_method(enable_cupti: bool, notes: list[str]) -> tuple[str, Any]:
+    """(method, cupti module or None) for a CUDA device: CUPTI when enabled and installed, else CUDA events
+    (with the seed's warning, logged once per process, when CUPTI was wanted but is missing)."""
+    if not enable_cupti:
+        return CUDA_EVENTS, None
+    cupti = load_cupti()
+    if cupti is None:
+        notices.warn_once(CUPTI_MISSING, notes)
+        return CUDA_EVENTS, None
+    return CUPTI, cupti
+
+
+class _CudaSampler:
+    """Measures batches with the chosen method, falling back to CUDA events if CUPTI fails at run time."""
+
+    def __init__(
+        self,
+        method: str,
+        cupti: Any,
+        prepare: Step,
+        body: Step,
+        calls: int,
+        dev: torch.device,
+        notes: list[str],
+    ) -> None:
+        self.method = method
+        self.cupti = cupti
+        self.prepare = prepare
+        self.body = body
+        self.calls = calls
+        self.dev = dev
+        self.notes = notes
+        self.dropped = 0
+
+    def __call__(self, indices: range) -> list[float]:
+        if self.method == CUPTI:
+            try:
+                spans = measure_cupti(self.cupti, self.prepare, self.body, indices, self.dev)
+            except CuptiUnavailable as exc:
+                notices.warn_once(str(exc), self.notes)
+                self.method = CUDA_EVENTS
+            else:
+                found = [s.duration_ms / self.calls for s in spans if s is not None]
+                if found:
+                    self.dropped += len(spans) - len(found)
+                    return found
+                notices.warn(
+                    "CUPTI recorded no GPU work for fn (does it launch kernels on this device?); "
+                    "falling back to CUDA events.",
+                    self.notes,
+                )
+                self.method = CUDA_EVENTS
+        return [t / self.calls for t in measure_events(self.prepare, self.body, indices, self.dev)]
+
+
+def _time_cuda(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    dev: torch.device,
+    enable_cupti: bool,
+    num_iters: int,
+    dry_run_iters: int,
+    cold_l2_cache: bool,
+    rotate_buffers: bool,
+    use_cuda_graph: bool,
+    target_ci_pct: float | None,
+    time_budget_s: float | None,
+) -> TimingResult:
+    notes: list[str] = []
+    method, cupti = choose_method(enable_cupti, notes)
+    policy, arg_sets = _cache_setup(dev, args, kwargs, cold_l2_cache, rotate_buffers, use_cuda_graph, notes)
+
+    def call(k: int) -> None:
+        call_args, call_kwargs = arg_sets[k % len(arg_sets)]
+        fn(*call_args, **call_kwargs)
+
+    prepare: Step = (lambda _: flush_l2(dev)) if policy == FLUSH_L2 else nothing
+    for i in range(dry_run_iters):
+        prepare(i)
+        call(i)
+    torch.cuda.synchronize(dev)
+
+    body, calls, graphed = call, 1, False
+    if use_cuda_graph:
+        calls = {WARM: WARM_CALLS_PER_GRAPH, FLUSH_L2: 1, ROTATE_BUFFERS: len(arg_sets)}[policy]
+        try:
+            graph = capture(call, calls, dev)
+        except GraphCaptureFailed as exc:
+            notices.warn(f"CUDA graph capture failed ({exc}); timing without a graph.", notes)
+            calls = 1
+        else:
+            graph.replay()
+            torch.cuda.synchronize(dev)
+            body, graphed = (lambda _: graph.replay()), True
+
+    sampler = _CudaSampler(method, cupti, prepare, body, calls, dev, notes)
+    clocks_before = sm_clock_mhz(dev)
+    outcome = sample_until(_IndexedBatches(sampler), num_iters, target_ci_pct, time_budget_s)
+    clocks_after = sm_clock_mhz(dev)
+    if sampler.dropped:
+        notices.warn(f"{sampler.dropped} samples recorded no GPU work under CUPTI and were dropped.", notes)
+    drop = clock_drop_warning(clocks_before, clocks_after)
+    if drop:
+        notices.warn(drop, notes)
+    return _finish(
+        outcome,
+        sampler.method,
+        graphed,
+        dev,
+        policy,
+        clocks_before,
+        clocks_after,
+        calls,
+        notes,
+        target_ci_pct,
+    )
+
+
+def _finish(
+    outcome: AdaptiveOutcome,
+    method: str,
+    graphed: bool,
+    dev: torch.device,
+    policy: str,
+    clocks_before: int | None,
+    clocks_after: int | None,
+    calls: int,
+    notes: list[str],
+    target_ci_pct: float | None,
+) -> TimingResult:
+    stats = summarize(outcome.samples)
+    width = stats.ci95_width_pct
+    if target_ci_pct is not None and not outcome.target_met:
+        notices.warn(
+            f"The 95% CI of the median is {width:.1f}% of it after {stats.n} samples, "
+            f"not under the target {target_ci_pct:g}%: the time budget ran out.",
+            notes,
+        )
+    elif width > NOISE_LIMIT_PCT:
+        notices.warn(
+            f"Noisy samples: the 95% CI of the median spans {width:.1f}% of it (n={stats.n}); "
+            "take more iterations or set target_ci_pct.",
+            notes,
+        )
+    return TimingResult(
+        samples_ms=list(outcome.samples),
+        method=method,
+        cuda_graph=graphed,
+        device=device_name(dev),
+        cache_policy=policy,
+        clocks_before=clocks_before,
+        clocks_after=clocks_after,
+        stats=stats,
+        calls_per_sample=calls,
+        warnings=notes,
+    )

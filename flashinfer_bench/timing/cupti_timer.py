@@ -1,0 +1,127 @@
+"""CUPTI timing: kernel activity records, bucketed per iteration (see cupti_records for the bucketing).
+
+``cupti`` (package cupti-python, an optional extra) is imported lazily, once per process; the activity
+callbacks are registered once per process. Record kinds are enabled only while measuring, so the rest of
+the process is not traced.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from .cupti_records import ApiRecord, GpuRecord, IterationSpan, bucket_iterations
+from .steps import Step
+
+CUPTI_MISSING = "CUPTI is not installed. Try 'pip install -U cupti-python'. Falling back to CUDA events."
+
+_BUFFER_BYTES = 8 * 1024 * 1024
+_FLUSH_FORCED = 1  # CUPTI_ACTIVITY_FLAG_FLUSH_FORCED: also deliver buffers that are not full
+
+
+class CuptiUnavailable(RuntimeError):
+    """CUPTI is importable but could not trace (another profiler attached, unsupported driver, ...)."""
+
+
+@functools.cache
+def load_cupti() -> ModuleType | None:
+    """The ``cupti.cupti`` module, or None when cupti-python is not installed. Cached per process."""
+    try:
+        from cupti import cupti  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return cupti
+
+
+class _Session:
+    """Process-wide CUPTI activity state: the registered callbacks and the records they deliver."""
+
+    def __init__(self, cupti: ModuleType) -> None:
+        self.cupti = cupti
+        kind = cupti.ActivityKind
+        self.gpu_kinds = {int(kind.CONCURRENT_KERNEL), int(kind.MEMCPY), int(kind.MEMSET)}
+        self.api_kinds = {int(kind.RUNTIME), int(kind.DRIVER)}
+        self.api: list[ApiRecord] = []
+        self.gpu: list[GpuRecord] = []
+        self.lock = threading.Lock()
+        cupti.activity_register_callbacks(self._buffer_requested, self._buffer_completed)
+
+    @staticmethod
+    def _buffer_requested() -> tuple[int, int]:
+        return _BUFFER_BYTES, 0  # 0: no limit on records per buffer
+
+    def _buffer_completed(self, activities: list[Any]) -> None:
+        api, gpu = [], []
+        for rec in activities:
+            kind = int(rec.kind)
+            if kind in self.gpu_kinds:
+                gpu.append(GpuRecord(rec.start, rec.end, rec.correlation_id))
+            elif kind in self.api_kinds:
+                api.append(ApiRecord(rec.start, rec.correlation_id))
+        with self.lock:
+            self.api.extend(api)
+            self.gpu.extend(gpu)
+
+    def _set_enabled(self, enabled: bool) -> None:
+        toggle = self.cupti.activity_enable if enabled else self.cupti.activity_disable
+        for kind in sorted(self.gpu_kinds | self.api_kinds):
+            toggle(kind)
+
+    def trace(
+        self, prepare: Step, body: Step, indices: range, device: torch.device
+    ) -> list[IterationSpan | None]:
+        """Run the samples with tracing on and return each one's GPU span."""
+        cupti = self.cupti
+        try:
+            cupti.activity_flush_all(_FLUSH_FORCED)
+            with self.lock:
+                self.api.clear()
+                self.gpu.clear()
+            self._set_enabled(True)
+        except Exception as exc:  # cupti.cuptiError and friends: any failure means no CUPTI here
+            raise CuptiUnavailable(f"CUPTI could not trace ({exc}). Falling back to CUDA events.") from exc
+        windows: list[tuple[int, int]] = []
+        try:
+            for i in indices:
+                prepare(i)
+                t0 = cupti.get_timestamp()
+                body(i)
+                t1 = cupti.get_timestamp()
+                # Wait for everything, side streams included, so the next prepare cannot overlap it.
+                torch.cuda.synchronize(device)
+                windows.append((t0, t1))
+        finally:
+            self._set_enabled(False)
+            cupti.activity_flush_all(_FLUSH_FORCED)
+        with self.lock:
+            api, gpu = list(self.api), list(self.gpu)
+            self.api.clear()
+            self.gpu.clear()
+        return bucket_iterations(windows, api, gpu)
+
+
+_session: _Session | None = None
+
+
+def session(cupti: ModuleType) -> _Session:
+    """The process's CUPTI session, created on first use."""
+    global _session
+    if _session is None:
+        try:
+            _session = _Session(cupti)
+        except Exception as exc:
+            raise CuptiUnavailable(
+                f"CUPTI could not be set up ({exc}). Falling back to CUDA events."
+            ) from exc
+    return _session
+
+
+def measure_cupti(
+    cupti: ModuleType, prepare: Step, body: Step, indices: range, device: torch.device
+) -> list[IterationSpan | None]:
+    """GPU span of each sample from CUPTI kernel records; None for a sample that ran no GPU work."""
+    return session(cupti).trace(prepare, body, indices, device)

@@ -1,0 +1,32 @@
+"""CUDA-event timing: an event pair around each sample on the current stream.
+
+Events only see work ordered on the current stream: work that ``fn`` leaves on a side stream without
+joining back is not counted (CUPTI counts it). Each pair also includes the gap between the start event
+and the first kernel, which over-reports kernels of a few microseconds.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .steps import Step
+
+
+def measure_events(prepare: Step, body: Step, indices: range, device: torch.device) -> list[float]:
+    """Elapsed time between events recorded just before and just after ``body(i)``, ms.
+
+    Every sample is queued before a single synchronize, so the host never stalls the GPU between samples;
+    ``prepare(i)`` (e.g. an L2 flush) is queued on the same stream before the start event.
+    """
+    stream = torch.cuda.current_stream(device)
+    pairs: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
+    for i in indices:
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        prepare(i)
+        start.record(stream)
+        body(i)
+        end.record(stream)
+        pairs.append((start, end))
+    torch.cuda.synchronize(device)
+    return [start.elapsed_time(end) for start, end in pairs]

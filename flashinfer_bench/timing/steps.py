@@ -1,0 +1,15 @@
+"""The shape shared by all measuring loops.
+
+A sample i is ``prepare(i)`` (untimed: flush L2, nothing) followed by ``body(i)`` (timed: call fn on the
+i-th argument set, or replay a CUDA graph). Measurers differ only in the clock they read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+Step = Callable[[int], None]
+
+
+def nothing(_: int) -> None:
+    """A prepare step that does nothing (warm cache)."""

@@ -1,0 +1,96 @@
+"""FlashInfer dispatch against a fake ``flashinfer`` module (no GPU, no FlashInfer needed)."""
+
+import sys
+import types
+
+import pytest
+import torch
+
+from flashinfer_bench.routines import attention, runner
+from flashinfer_bench.routines.args import parse_case
+from flashinfer_bench.routines.backends import select_backends
+from flashinfer_bench.routines.cli import main
+
+DECODE = ("--routine BatchDecodeWithPagedKVCacheWrapper --page_size 4 --batch_size 2 --s_kv 9 --num_qo_heads 4 "
+          "--num_kv_heads 2 --head_dim_qk 16 --head_dim_vo 16")
+
+
+def test_support_matrix_and_compute_capability_filter():
+    args = parse_case(f"{DECODE.replace('Decode', 'Prefill')} --s_qo 1".split())
+    routine = "BatchPrefillWithPagedKVCacheWrapper"
+    kept, warnings = select_backends(routine, ["fa2", "fa3", "cudnn", "torch"], (9, 0), None, args)
+    assert kept == ["fa2", "fa3", "torch"]
+    assert warnings == [f"cudnn for routine {routine} is not supported on compute capability 9.0. Skipping."]
+    kept, warnings = select_backends(routine, ["fa3", "cudnn"], (10, 0), None, args)
+    assert kept == ["cudnn"] and "fa3" in warnings[0] and "10.0" in warnings[0]
+    kept, warnings = select_backends(routine, ["fa2", "torch"], (9, 0), "ModuleNotFoundError: x", args)
+    assert kept == ["torch"] and "needs the flashinfer package" in warnings[0]
+    gqa5 = parse_case(DECODE.replace("--num_qo_heads 4", "--num_qo_heads 10").split())
+    kept, warnings = select_backends("BatchDecodeWithPagedKVCacheWrapper", ["fa2", "fa2_tc"], (9, 0), None, gqa5)
+    assert kept == ["fa2_tc"] and "GQA ratio of 5" in warnings[0]
+
+
+class FakeDecodeWrapper:
+    """Records construction and plan; run() answers with the torch reference so refcheck can pass."""
+
+    instances: list = []
+
+    def __init__(self, workspace, layout, **kwargs):
+        self.layout, self.kwargs, self.planned = layout, kwargs, None
+        FakeDecodeWrapper.instances.append(self)
+
+    def plan(self, *args, **kwargs):
+        self.planned = (args, kwargs)
+
+    def run(self, q, kv):
+        return FakeDecodeWrapper.answer(q, kv), torch.zeros(1)  # (out, lse) like return_lse=True
+
+
+@pytest.fixture
+def fake_flashinfer(monkeypatch):
+    fake = types.ModuleType("flashinfer")
+    fake.__version__ = "0.7.2-fake"
+    fake.BatchDecodeWithPagedKVCacheWrapper = FakeDecodeWrapper
+    FakeDecodeWrapper.instances = []
+    monkeypatch.setitem(sys.modules, "flashinfer", fake)
+    monkeypatch.setattr(runner, "compute_capability", lambda device: (9, 0))
+    return fake
+
+
+def test_decode_wrappers_are_planned_as_flashinfer_expects(fake_flashinfer, capsys, fake_timer):
+    args = parse_case(DECODE.split())
+    inp = attention.make_inputs(args, torch.device("cpu"))
+    FakeDecodeWrapper.answer = staticmethod(lambda q, kv: attention.torch_attention(inp, args, torch.bfloat16))
+    status = main(f"{DECODE} --backends fa2 fa2_tc trtllm-gen torch --refcheck".split(), timer=fake_timer)
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "[INFO] FlashInfer version: 0.7.2-fake" in out
+    assert "[WARNING] trtllm-gen for routine BatchDecodeWithPagedKVCacheWrapper is not supported on compute " \
+           "capability 9.0. Skipping." in out
+    assert [line.split("::")[0] for line in out.splitlines() if line.startswith("[PERF]")] == [
+        "[PERF] fa2       ", "[PERF] fa2_tc    ", "[PERF] torch     "]
+    fa2, fa2_tc = FakeDecodeWrapper.instances
+    assert (fa2.kwargs["use_tensor_cores"], fa2_tc.kwargs["use_tensor_cores"]) == (False, True)
+    assert fa2.kwargs["backend"] == fa2_tc.kwargs["backend"] == "fa2" and fa2.layout == "NHD"
+    plan_args, plan_kwargs = fa2.planned
+    assert plan_args[3:] == (4, 2, 16, 4)  # heads q/kv, head dim, page size
+    assert plan_kwargs["q_data_type"] == torch.bfloat16 and plan_kwargs["sm_scale"] == pytest.approx(0.25)
+    assert torch.equal(plan_args[0], inp.kv_indptr) and torch.equal(plan_args[2], inp.last_page_len)
+
+
+def test_wrong_flashinfer_output_is_caught_by_refcheck(fake_flashinfer, capsys, fake_timer):
+    FakeDecodeWrapper.answer = staticmethod(lambda q, kv: torch.zeros(q.shape[0], q.shape[1], 16))
+    assert main(f"{DECODE} --backends fa2 --refcheck".split(), timer=fake_timer) == 1
+    assert "[ERROR] Output mismatch between backends fa2 and reference" in capsys.readouterr().out
+    assert not fake_timer.calls
+
+
+def test_failing_backend_is_reported_and_others_still_run(fake_flashinfer, capsys, fake_timer):
+    def boom(q, kv):
+        raise RuntimeError("kernel not compiled for this GPU")
+
+    FakeDecodeWrapper.answer = staticmethod(boom)
+    assert main(f"{DECODE} --backends fa2 torch".split(), timer=fake_timer) == 1
+    out = capsys.readouterr().out
+    assert "[ERROR] fa2 failed on BatchDecodeWithPagedKVCacheWrapper: RuntimeError: kernel not compiled" in out
+    assert "[PERF] torch" in out

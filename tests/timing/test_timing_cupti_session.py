@@ -1,0 +1,200 @@
+"""The CUPTI path end to end on CPU, against a fake ``cupti`` module that behaves like the activity API."""
+
+import enum
+import logging
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from flashinfer_bench.timing import api, cupti_timer, notices
+from flashinfer_bench.timing.cupti_timer import CUPTI_MISSING, CuptiUnavailable
+from flashinfer_bench.timing.result import CUDA_EVENTS, CUPTI
+
+
+class Kind(enum.IntEnum):
+    CONCURRENT_KERNEL = 10
+    MEMCPY = 1
+    MEMSET = 2
+    RUNTIME = 5
+    DRIVER = 6
+    OTHER = 99
+
+
+class FakeCupti:
+    """Records API launches and kernels; delivers them through the registered callback on flush."""
+
+    ActivityKind = Kind
+
+    def __init__(self, fail_enable=False):
+        self.clock = 0
+        self.enabled = set()
+        self.pending = []
+        self.next_corr = 1
+        self.callbacks = None
+        self.register_count = 0
+        self.fail_enable = fail_enable
+
+    def activity_register_callbacks(self, requested, completed):
+        self.register_count += 1
+        self.callbacks = (requested, completed)
+
+    def activity_enable(self, kind):
+        if self.fail_enable:
+            raise RuntimeError("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED")
+        self.enabled.add(kind)
+
+    def activity_disable(self, kind):
+        self.enabled.discard(kind)
+
+    def activity_flush_all(self, flag):
+        size, _ = self.callbacks[0]()
+        assert size > 0
+        records, self.pending = self.pending, []
+        self.callbacks[1](records)
+
+    def get_timestamp(self):
+        self.clock += 10
+        return self.clock
+
+    def launch(self, gpu_start, gpu_end, kind=Kind.CONCURRENT_KERNEL):
+        """A host API call that launches one GPU activity (on any stream)."""
+        self.clock += 1
+        corr = self.next_corr
+        self.next_corr += 1
+        if Kind.RUNTIME in self.enabled:
+            self.pending.append(SimpleNamespace(kind=Kind.RUNTIME, start=self.clock, correlation_id=corr))
+            self.pending.append(SimpleNamespace(kind=Kind.OTHER, start=self.clock, correlation_id=corr))
+        if kind in self.enabled:
+            self.pending.append(SimpleNamespace(kind=kind, start=gpu_start, end=gpu_end, correlation_id=corr))
+
+
+@pytest.fixture
+def fresh_session(monkeypatch):
+    monkeypatch.setattr(cupti_timer, "_session", None)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+
+
+def test_trace_buckets_kernels_and_skips_flush(fresh_session):
+    fake = FakeCupti()
+    dev = torch.device("cpu")
+
+    def prepare(i):
+        fake.launch(0, 10**9)  # the flush: a huge kernel that must never count
+
+    def body(i):
+        base = 1_000_000 * (i + 1)
+        fake.launch(base, base + 8_000)  # main kernel, 8 us
+        fake.launch(base + 2_000, base + 20_000)  # side-stream kernel ends last
+        fake.launch(base + 20_000, base + 21_000, kind=Kind.MEMSET)
+
+    spans = cupti_timer.measure_cupti(fake, prepare, body, range(3), dev)
+    assert [s.duration_ms for s in spans] == pytest.approx([0.021] * 3)
+    assert [s.activities for s in spans] == [3, 3, 3]
+    assert fake.enabled == set()  # tracing is off again after measuring
+    assert fake.pending == []
+
+
+def test_callbacks_registered_once_per_process(fresh_session):
+    fake = FakeCupti()
+    for _ in range(3):
+        cupti_timer.measure_cupti(
+            fake, lambda i: None, lambda i: fake.launch(0, 5), range(2), torch.device("cpu")
+        )
+    assert fake.register_count == 1
+
+
+def test_stale_records_from_before_measuring_are_discarded(fresh_session):
+    fake = FakeCupti()
+    cupti_timer.session(fake)
+    fake.enabled.update({Kind.RUNTIME, Kind.CONCURRENT_KERNEL})
+    fake.launch(0, 999_999_999)  # traced earlier, not yet flushed
+    fake.enabled.clear()
+    spans = cupti_timer.measure_cupti(fake, lambda i: None, lambda i: fake.launch(100, 150), range(1), "cpu")
+    assert spans[0].duration_ms == pytest.approx(50 / 1e6)
+
+
+def test_enable_failure_raises_cupti_unavailable(fresh_session):
+    fake = FakeCupti(fail_enable=True)
+    with pytest.raises(CuptiUnavailable, match="MULTIPLE_SUBSCRIBERS"):
+        cupti_timer.measure_cupti(fake, lambda i: None, lambda i: None, range(1), torch.device("cpu"))
+
+
+# ----- method choice and the missing-CUPTI warning -----
+
+
+@pytest.fixture
+def no_cupti(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupti", None)  # makes `import cupti` raise ImportError
+    cupti_timer.load_cupti.cache_clear()
+    monkeypatch.setattr(notices, "_already_logged", set())
+    yield
+    cupti_timer.load_cupti.cache_clear()
+
+
+def test_missing_cupti_warns_once_in_the_seeds_words(no_cupti, caplog):
+    caplog.set_level(logging.WARNING, logger=notices.LOGGER_NAME)
+    notes_a, notes_b = [], []
+    assert api.choose_method(True, notes_a) == (CUDA_EVENTS, None)
+    assert api.choose_method(True, notes_b) == (CUDA_EVENTS, None)
+    logged = [r.getMessage() for r in caplog.records if r.name == notices.LOGGER_NAME]
+    assert logged == [
+        "CUPTI is not installed. Try 'pip install -U cupti-python'. Falling back to CUDA events."
+    ]
+    assert notes_a == notes_b == [CUPTI_MISSING]
+
+
+def test_enable_cupti_false_forces_events_without_warning(no_cupti, caplog):
+    caplog.set_level(logging.WARNING, logger=notices.LOGGER_NAME)
+    notes = []
+    assert api.choose_method(False, notes) == (CUDA_EVENTS, None)
+    assert notes == [] and caplog.records == []
+
+
+def test_installed_cupti_is_chosen(monkeypatch):
+    fake_pkg = SimpleNamespace(cupti=SimpleNamespace(name="fake"))
+    monkeypatch.setitem(sys.modules, "cupti", fake_pkg)
+    cupti_timer.load_cupti.cache_clear()
+    try:
+        method, module = api.choose_method(True, [])
+    finally:
+        cupti_timer.load_cupti.cache_clear()
+    assert method == CUPTI and module is fake_pkg.cupti
+
+
+# ----- the sampler's run-time fallbacks -----
+
+
+def test_sampler_divides_by_calls_and_drops_empty_samples(monkeypatch):
+    from flashinfer_bench.timing.cupti_records import IterationSpan
+
+    spans = [IterationSpan(0, 2_000_000, 1), None, IterationSpan(0, 4_000_000, 1)]
+    monkeypatch.setattr(api, "measure_cupti", lambda *a: spans)
+    sampler = api._CudaSampler(CUPTI, object(), None, None, 2, torch.device("cpu"), [])
+    assert sampler(range(3)) == [1.0, 2.0]
+    assert sampler.dropped == 1 and sampler.method == CUPTI
+
+
+def test_sampler_falls_back_to_events_when_cupti_fails(monkeypatch, caplog):
+    def broken(*a):
+        raise CuptiUnavailable("CUPTI could not trace (boom). Falling back to CUDA events.")
+
+    monkeypatch.setattr(api, "measure_cupti", broken)
+    monkeypatch.setattr(api, "measure_events", lambda prepare, body, indices, dev: [3.0] * len(indices))
+    monkeypatch.setattr(notices, "_already_logged", set())
+    notes = []
+    sampler = api._CudaSampler(CUPTI, object(), None, None, 3, torch.device("cpu"), notes)
+    assert sampler(range(2)) == [1.0, 1.0]
+    assert sampler.method == CUDA_EVENTS
+    assert notes == ["CUPTI could not trace (boom). Falling back to CUDA events."]
+
+
+def test_sampler_falls_back_when_cupti_sees_no_gpu_work(monkeypatch):
+    monkeypatch.setattr(api, "measure_cupti", lambda *a: [None, None])
+    monkeypatch.setattr(api, "measure_events", lambda prepare, body, indices, dev: [0.5] * len(indices))
+    notes = []
+    sampler = api._CudaSampler(CUPTI, object(), None, None, 1, torch.device("cpu"), notes)
+    assert sampler(range(2)) == [0.5, 0.5]
+    assert sampler.method == CUDA_EVENTS
+    assert any("no GPU work" in n for n in notes)
