@@ -90,7 +90,7 @@ def torch_and_device_init_s() -> float:
 
 def child(runner_kind: str, root: str) -> None:
     """Runs in a fresh process: times start-up and every verdict."""
-    from flashinfer_bench.bench.runner.process import start_worker_server
+    from flashinfer_bench.bench.runner.server import start_worker_server
 
     start_worker_server()
     from flashinfer_bench.bench import Benchmark, BenchmarkConfig

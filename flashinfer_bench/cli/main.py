@@ -10,10 +10,10 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-
-from flashinfer_bench.data import TraceSet, TraceSetError
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_BAD_INPUT = 2
 
@@ -73,14 +73,13 @@ def load_config(args: argparse.Namespace):
 
 
 def command_run(args: argparse.Namespace, console: Console) -> int:
-    from flashinfer_bench.bench.runner.process import start_worker_server
-
-    start_worker_server()  # before this process imports torch, so the two imports overlap
     from flashinfer_bench.bench import Benchmark
     from flashinfer_bench.bench.summary import summarize
     from flashinfer_bench.cli.report import TerminalProgress, summary_tables
 
     logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
+    from flashinfer_bench.data import TraceSet
+
     config = load_config(args)
     trace_sets = [TraceSet.from_path(path) for path in args.local]
     for trace_set in trace_sets:
@@ -96,6 +95,7 @@ def command_run(args: argparse.Namespace, console: Console) -> int:
 def command_summary(args: argparse.Namespace, console: Console, *, best: bool) -> int:
     from flashinfer_bench.bench.summary import summarize
     from flashinfer_bench.cli.report import best_table, summary_tables
+    from flashinfer_bench.data import TraceSet
 
     for path in args.local:
         trace_set = TraceSet.from_path(path)
@@ -115,6 +115,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return routine_main(argv[1:])
     args = build_parser().parse_args(argv)
+    if args.command == "run":
+        from flashinfer_bench.bench.runner.server import start_worker_server
+
+        start_worker_server()  # first, so its imports (torch, ...) overlap with this process's own
+    from rich.console import Console
+
+    from flashinfer_bench.data import TraceSetError
+
     # Off a terminal rich would wrap at 80 columns; long definition and solution names stay whole in logs.
     console = Console() if sys.stdout.isatty() else Console(width=200)
     try:

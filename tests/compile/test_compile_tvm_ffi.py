@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -44,8 +45,8 @@ def make_solution(content: str) -> Solution:
     )
 
 
-@pytest.mark.skipif(HAVE_TVM_FFI, reason="apache-tvm-ffi is installed")
-def test_without_apache_tvm_ffi_the_error_names_what_to_install(tmp_path: Path) -> None:
+def test_without_apache_tvm_ffi_the_error_names_what_to_install(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "tvm_ffi", None)  # makes `import tvm_ffi` fail as if not installed
     with pytest.raises(BuildError, match="pip install apache-tvm-ffi"):
         build_solution(make_solution(ADD_ONE_CPP), device="cpu", cache_dir=tmp_path)
 

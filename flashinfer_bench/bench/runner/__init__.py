@@ -1,27 +1,27 @@
-"""Runners: where solution code runs (worker processes), and how their verdicts come back."""
+"""Runners: where solution code runs (worker processes), and how their verdicts come back.
 
-from flashinfer_bench.bench.runner.devices import available_devices
-from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
-from flashinfer_bench.bench.runner.runner import ProcessRunner, Runner, Verdict
+Names are imported on first use, so that ``runner.server`` can start the worker server from a process that
+has imported nothing heavy yet.
+"""
+
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "ProcessRunner": "flashinfer_bench.bench.runner.runner",
+    "Runner": "flashinfer_bench.bench.runner.runner",
+    "Verdict": "flashinfer_bench.bench.runner.runner",
+    "isolated_runner": "flashinfer_bench.bench.runner.runner",
+    "persistent_runner": "flashinfer_bench.bench.runner.runner",
+    "WorkItem": "flashinfer_bench.bench.runner.protocol",
+    "WorkOutcome": "flashinfer_bench.bench.runner.protocol",
+    "available_devices": "flashinfer_bench.bench.runner.devices",
+}
+
+__all__ = list(_EXPORTS)
 
 
-def persistent_runner(devices: list[str], *, timeout_seconds: float, cache_dir: str | None = None) -> ProcessRunner:
-    """One long-lived worker per device (plus a warm spare that replaces it if it dies)."""
-    return ProcessRunner(devices, timeout_seconds=timeout_seconds, items_per_worker=None, cache_dir=cache_dir)
-
-
-def isolated_runner(devices: list[str], *, timeout_seconds: float, cache_dir: str | None = None) -> ProcessRunner:
-    """A fresh worker process for every (solution, workload)."""
-    return ProcessRunner(devices, timeout_seconds=timeout_seconds, items_per_worker=1, cache_dir=cache_dir)
-
-
-__all__ = [
-    "ProcessRunner",
-    "Runner",
-    "Verdict",
-    "WorkItem",
-    "WorkOutcome",
-    "available_devices",
-    "isolated_runner",
-    "persistent_runner",
-]
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(_EXPORTS[name]), name)

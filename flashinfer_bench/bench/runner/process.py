@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import signal
 import time
 from collections.abc import Callable
@@ -11,10 +10,9 @@ from typing import Any
 
 from flashinfer_bench.bench.runner import protocol
 from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
+from flashinfer_bench.bench.runner.server import process_context
 from flashinfer_bench.bench.runner.worker import worker_main
 from flashinfer_bench.data import EvaluationStatus, Language
-
-_CONTEXT: Any = None
 
 #: Languages built by a compiler; their first build may take minutes, more than an evaluation's timeout.
 COMPILED_LANGUAGES = {Language.CPP, Language.CUDA, Language.TILELANG}
@@ -24,29 +22,6 @@ COMPILED_BUILD_TIMEOUT_S = 900.0
 def build_timeout(item: WorkItem, timeout: float) -> float:
     """How long the build may take before TIMEOUT; the evaluation's own ``timeout`` starts once it is built."""
     return max(timeout, COMPILED_BUILD_TIMEOUT_S) if item.solution.spec.language in COMPILED_LANGUAGES else timeout
-
-
-def process_context() -> Any:
-    """A forkserver context whose server has torch and the worker code imported (never CUDA initialised),
-    so a new worker costs a fork, not a Python start-up plus a torch import."""
-    global _CONTEXT
-    if _CONTEXT is None:
-        methods = multiprocessing.get_all_start_methods()
-        if "forkserver" in methods:
-            _CONTEXT = multiprocessing.get_context("forkserver")
-            _CONTEXT.set_forkserver_preload(["torch", "flashinfer_bench.bench.runner.worker", "flashinfer_bench.bench.evaluators"])
-        else:
-            _CONTEXT = multiprocessing.get_context("spawn")
-    return _CONTEXT
-
-
-def start_worker_server() -> None:
-    """Start the forkserver now (it imports torch in the background) so later workers start at fork speed."""
-    context = process_context()
-    if context.get_start_method() == "forkserver":
-        from multiprocessing import forkserver
-
-        forkserver.ensure_running()
 
 
 class WorkerStartError(RuntimeError):

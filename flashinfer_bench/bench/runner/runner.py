@@ -111,3 +111,13 @@ class ProcessRunner(Runner):
         for slot in self.slots:
             slot.close()
         shutil.rmtree(self._log_dir, ignore_errors=True)
+
+
+def persistent_runner(devices: Sequence[str], *, timeout_seconds: float, cache_dir: str | None = None) -> ProcessRunner:
+    """One long-lived worker per device (plus a warm spare that replaces it if it dies)."""
+    return ProcessRunner(devices, timeout_seconds=timeout_seconds, items_per_worker=None, cache_dir=cache_dir)
+
+
+def isolated_runner(devices: Sequence[str], *, timeout_seconds: float, cache_dir: str | None = None) -> ProcessRunner:
+    """A fresh worker process for every (solution, workload)."""
+    return ProcessRunner(devices, timeout_seconds=timeout_seconds, items_per_worker=1, cache_dir=cache_dir)

@@ -41,16 +41,22 @@ def describe_environment(device: str) -> dict[str, Any]:
 
 
 def prepare_device(device: str) -> None:
-    """Make the device current and create its context now, so start-up cost is not charged to an item."""
+    """Make the device current and create its context (and CUPTI's) now, so an item is not charged for them."""
     if device == "cpu":
         # Triton kernels run through Triton's interpreter on the CPU; it reads this before a kernel is defined.
         os.environ["TRITON_INTERPRET"] = "1"
         return
     import torch
 
+    from flashinfer_bench.testing import bench_gpu_time
+    from flashinfer_bench.timing.cupti_timer import load_cupti
+
     torch.cuda.set_device(torch.device(device))
-    torch.zeros(1, device=device)
+    scratch = torch.zeros(1, device=device)
     torch.cuda.synchronize()
+    if load_cupti() is not None:
+        # Sets up CUPTI's activity tracing here, while a spare worker waits, not during its first item.
+        bench_gpu_time(scratch.add_, args=(1,), num_iters=1, dry_run_iters=0, device=device)
 
 
 def device_is_healthy(device: str) -> bool:
