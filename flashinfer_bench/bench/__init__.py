@@ -4,8 +4,7 @@ Names are imported on first use, so that ``flashinfer_bench.bench.runner`` can s
 anything in this process imports torch (the two imports then overlap instead of adding up).
 """
 
-from importlib import import_module
-from typing import Any
+from flashinfer_bench._lazy import lazy_exports
 
 _EXPORTS = {
     "Benchmark": "flashinfer_bench.bench.benchmark",
@@ -16,8 +15,4 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -35,6 +35,8 @@ class Baseline:
     inputs: list[list[Any]]
     outputs: list[tuple[Any, ...]]
     mean_latency_ms: float | None = None
+    #: The reference that produced ``outputs``, for evaluators that call it again (e.g. to draw samples).
+    reference: Callee | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -82,7 +84,7 @@ class Evaluator(ABC):
         inputs = [generate_inputs(definition, workload, t, device, trace_set_root) for t in range(cfg.num_trials)]
         outputs = [invoke(reference, definition, workload, clone_inputs(x), device) for x in inputs]
         latency = measure_latency_ms(reference, definition, workload, inputs, cfg, device) if profile else None
-        return Baseline(inputs=inputs, outputs=outputs, mean_latency_ms=latency)
+        return Baseline(inputs=inputs, outputs=outputs, mean_latency_ms=latency, reference=reference)
 
     @classmethod
     def check_correctness(cls, definition: Definition, sol_runnable: Callee, inputs: list[list[Any]],

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from flashinfer_bench.bench.config import ResolvedEvalConfig
-from flashinfer_bench.bench.evaluators.calling import Callee, ValueReturning, clone_inputs, invoke
+from flashinfer_bench.bench.evaluators.calling import Callee, clone_inputs, invoke
 from flashinfer_bench.bench.evaluators.compare import structure_mismatch
 from flashinfer_bench.bench.evaluators.evaluator import Baseline, CorrectnessResult, Evaluator
 from flashinfer_bench.data import Correctness, Definition, DType, EvaluationStatus, Workload
@@ -63,15 +63,12 @@ class SamplingEvaluator(Evaluator):
     def build_baseline(cls, definition: Definition, workload: Workload, cfg: ResolvedEvalConfig, device: str, *,
                        trace_set_root: str | None = None, reference: Callee | None = None,
                        profile: bool = True) -> Baseline:
-        if reference is None:
-            from flashinfer_bench.compile import build_reference
-
-            reference = ValueReturning(build_reference(definition))
         baseline = super().build_baseline(definition, workload, cfg, device, trace_set_root=trace_set_root,
                                           reference=reference, profile=profile)
+        assert baseline.reference is not None
         draws = REFERENCE_DRAW_FACTOR * int(cfg.extra.get("sampling_validation_trials", DEFAULT_VALIDATION_TRIALS))
         baseline.extra["histograms"] = [
-            draw_histogram(reference, definition, workload, x, device, draws, vocab_size(definition, x))
+            draw_histogram(baseline.reference, definition, workload, x, device, draws, vocab_size(definition, x))
             for x in baseline.inputs
         ]
         return baseline

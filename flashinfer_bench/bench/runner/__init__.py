@@ -4,8 +4,7 @@ Names are imported on first use, so that ``runner.server`` can start the worker 
 has imported nothing heavy yet.
 """
 
-from importlib import import_module
-from typing import Any
+from flashinfer_bench._lazy import lazy_exports
 
 _EXPORTS = {
     "ProcessRunner": "flashinfer_bench.bench.runner.runner",
@@ -20,8 +19,4 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
