@@ -62,3 +62,12 @@ def test_run_then_summary_and_best_as_a_user_would(tmp_path):
 def test_missing_folder_is_status_2(tmp_path, capsys):
     assert main(["summary", "--local", str(tmp_path / "nope")]) == 2
     assert "expected a trace-set folder" in capsys.readouterr().err
+
+
+def test_routine_subcommand_is_the_routine_benchmark(capsys):
+    code = main(["routine", "--routine", "bmm_fp8", "--backends", "torch", "--batch_size", "2", "--m", "4", "--n", "32",
+                 "--k", "64", "--input_dtype", "fp8_e4m3", "--mat2_dtype", "fp8_e4m3", "--out_dtype", "bfloat16",
+                 "--num_iters", "2", "--dry_run_iters", "1", "--refcheck"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "[PERF] torch     :: median time" in out
