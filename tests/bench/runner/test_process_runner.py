@@ -87,3 +87,17 @@ def test_definition_without_solutions_runs_nothing(tmp_path):
     trace_set = TraceSet.from_path(scale_add_set(tmp_path, {}, sizes=(8,)))
     assert trace_set.definitions["scale_add"].name == SCALE_ADD["name"]
     assert Benchmark(trace_set, CONFIG).run_all(save_results=True).traces == {}
+
+
+def test_workloads_are_spread_over_devices(tmp_path):
+    """Two device slots (the CPU twice stands in for two GPUs): every item is run once, each workload on one slot."""
+    trace_set = TraceSet.from_path(scale_add_set(tmp_path, {"a": PRINT_PID, "b": PRINT_PID}, sizes=(8, 16, 32, 64)))
+    runner = persistent_runner(["cpu", "cpu"], timeout_seconds=30)
+    result = Benchmark(trace_set, CONFIG, runner_factory=lambda c: runner).run_all(save_results=False)
+    traces = result.traces["scale_add"]
+    assert sorted((t.workload.uuid, t.solution) for t in traces) == sorted(
+        (f"w{n}", s) for n in (8, 16, 32, 64) for s in "ab")
+    assert all(t.evaluation.status.value == "PASSED" for t in traces)
+    pid_of = {(t.workload.uuid, t.solution): int(t.evaluation.log.split("pid ")[1].split()[0]) for t in traces}
+    assert all(pid_of[(w, "a")] == pid_of[(w, "b")] for w in ("w8", "w16", "w32", "w64"))  # a group stays together
+    assert len(set(pid_of.values())) == 2  # both slots worked
