@@ -16,6 +16,7 @@ from typing import Any
 from flashinfer_bench.compile.cache import exclusive_lock, materialize_sources, read_artifact, record_artifact
 from flashinfer_bench.compile.context import BuildContext
 from flashinfer_bench.compile.errors import BuildError
+from flashinfer_bench.compile.runnable import Runnable
 from flashinfer_bench.compile.toolchain import split_sources
 from flashinfer_bench.data import Solution
 
@@ -37,6 +38,21 @@ class NativeBuild:
     cached: bool
     log: str
     directory: Path
+
+    def runnable(self, solution: Solution, how_to_export: str) -> Runnable:
+        """The solution's entry function from the built library; ``how_to_export`` says how, if it is missing."""
+        fn = getattr(self.library, solution.entry_function, None)
+        if not callable(fn):
+            raise BuildError(
+                f"the built library exports no function '{solution.entry_function}': export it with {how_to_export}"
+            )
+        return Runnable(
+            fn=fn,
+            destination_passing_style=solution.spec.destination_passing_style,
+            cached=self.cached,
+            build_log=self.log,
+            source_dir=self.directory,
+        )
 
 
 Compile = Callable[[NativeSources], Path]

@@ -54,18 +54,8 @@ def build_torch_extension(solution: Solution, context: BuildContext) -> Runnable
         return Path(module.__file__)
 
     build = build_native(solution, context, BUILD_SUBDIR, compile_extension, _load_extension)
-    fn = getattr(build.library, solution.entry_function, None)
-    if not callable(fn):
-        raise BuildError(
-            f"the built extension exports no function '{solution.entry_function}': export it with "
-            f'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{ m.def("{solution.entry_function}", ...); }}'
-        )
-    return Runnable(
-        fn=fn,
-        destination_passing_style=solution.spec.destination_passing_style,
-        cached=build.cached,
-        build_log=build.log,
-        source_dir=build.directory,
+    return build.runnable(
+        solution, f'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{ m.def("{solution.entry_function}", ...); }}'
     )
 
 

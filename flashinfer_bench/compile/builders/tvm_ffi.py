@@ -51,22 +51,7 @@ def build_tvm_ffi(solution: Solution, context: BuildContext) -> Runnable:
             raise BuildError(f"loading the built library {path} failed: {exc}") from exc
 
     build = build_native(solution, context, BUILD_SUBDIR, compile_library, load_library)
-    try:
-        fn = getattr(build.library, solution.entry_function)
-    except AttributeError:
-        fn = None
-    if fn is None:
-        raise BuildError(
-            f"the built library exports no function '{solution.entry_function}': export it with "
-            f"TVM_FFI_DLL_EXPORT_TYPED_FUNC({solution.entry_function}, <your function>)"
-        )
-    return Runnable(
-        fn=fn,
-        destination_passing_style=solution.spec.destination_passing_style,
-        cached=build.cached,
-        build_log=build.log,
-        source_dir=build.directory,
-    )
+    return build.runnable(solution, f"TVM_FFI_DLL_EXPORT_TYPED_FUNC({solution.entry_function}, <your function>)")
 
 
 def _import_tvm_ffi() -> ModuleType:
