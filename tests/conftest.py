@@ -1,16 +1,12 @@
 """Test-wide settings: Triton kernels run through Triton's interpreter when there is no GPU."""
 
 import os
-from pathlib import Path
 
 import pytest
 import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
-
-FIXTURES = Path(__file__).parent / "fixtures"
-REPO = Path(__file__).parent.parent
 
 
 @pytest.fixture(autouse=True)

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+FIXTURES = Path(__file__).parent / "fixtures"
+
 SCALE_ADD = {
     "name": "scale_add",
     "op_type": "elementwise",

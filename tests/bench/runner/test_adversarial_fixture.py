@@ -7,7 +7,7 @@ import json
 import shutil
 
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 from flashinfer_bench.bench import Benchmark, BenchmarkConfig
 from flashinfer_bench.data import TraceSet
