@@ -31,3 +31,13 @@ class FakeTimer:
 @pytest.fixture
 def fake_timer() -> FakeTimer:
     return FakeTimer()
+
+
+@pytest.fixture(autouse=True)
+def _on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests describe the CPU (a fake flashinfer stands in for the GPU); keep them there on a GPU machine too."""
+    import torch
+
+    from flashinfer_bench.routines import runner
+
+    monkeypatch.setattr(runner, "pick_device", lambda: torch.device("cpu"))
