@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from flashinfer_bench.bench.runner.process import WorkerProcess
+from flashinfer_bench.bench.runner.process import WorkerProcess, WorkerStartError
 from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
 
 READY_TIMEOUT_S = 600.0
+START_ATTEMPTS = 2
 
 
 class DeviceSlot:
@@ -30,14 +31,24 @@ class DeviceSlot:
             self.spare = WorkerProcess(self.device, self.cache_dir)
         return self.active
 
+    def _ready_worker(self) -> tuple[WorkerProcess, dict[str, Any]]:
+        """The active worker once it is ready; a worker that fails to start is replaced once, then it is an error."""
+        for _ in range(START_ATTEMPTS - 1):
+            worker = self._worker()
+            try:
+                return worker, worker.wait_ready(READY_TIMEOUT_S)
+            except WorkerStartError:
+                self.active = None
+        worker = self._worker()
+        return worker, worker.wait_ready(READY_TIMEOUT_S)
+
     def environment(self) -> dict[str, Any]:
-        return self._worker().wait_ready(READY_TIMEOUT_S)
+        return self._ready_worker()[1]
 
     def run(self, item: WorkItem, log_path: str, timeout: float,
             on_baseline: Callable[[float | None], None]) -> tuple[WorkOutcome, dict[str, Any]]:
         """Evaluate one item on this device; returns the outcome and the environment it ran in."""
-        worker = self._worker()
-        environment = worker.wait_ready(READY_TIMEOUT_S)
+        worker, environment = self._ready_worker()
         outcome = worker.evaluate(item, log_path, timeout, on_baseline)
         if outcome.retire:
             worker.kill()

@@ -101,3 +101,11 @@ def test_workloads_are_spread_over_devices(tmp_path):
     pid_of = {(t.workload.uuid, t.solution): int(t.evaluation.log.split("pid ")[1].split()[0]) for t in traces}
     assert all(pid_of[(w, "a")] == pid_of[(w, "b")] for w in ("w8", "w16", "w32", "w64"))  # a group stays together
     assert len(set(pid_of.values())) == 2  # both slots worked
+
+
+def test_a_worker_that_dies_before_it_is_ready_is_replaced(tmp_path):
+    trace_set = TraceSet.from_path(scale_add_set(tmp_path, {"ok": PRINT_PID}, sizes=(8,)))
+    runner = persistent_runner(["cpu"], timeout_seconds=30)
+    runner.slots[0].spare.process.kill()  # the worker about to become active dies during start-up
+    result = Benchmark(trace_set, CONFIG, runner_factory=lambda c: runner).run_all(save_results=False)
+    assert result.traces["scale_add"][0].evaluation.status.value == "PASSED"
