@@ -1,6 +1,6 @@
 """GPU cross-check (not a pytest module): time the very callables the routine CLI builds with FlashInfer's own
 ``flashinfer.testing.bench_gpu_time`` and with ours, in one process, for the reference cases of
-shared/device/README.md. Usage: python3 tests/routines/gpu_crosscheck.py
+shared/device/README.md. Usage: python3 benchmarks/routine_crosscheck.py
 """
 
 from __future__ import annotations
