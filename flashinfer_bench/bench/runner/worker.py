@@ -18,6 +18,7 @@ from typing import Any
 from flashinfer_bench.bench.runner import protocol
 from flashinfer_bench.bench.runner.capture import capture_fds
 from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
+from flashinfer_bench.bench.runner.torch_state import preserved_torch_state
 from flashinfer_bench.data import EvaluationStatus
 
 BASELINES_KEPT = 4
@@ -89,7 +90,7 @@ class Worker:
             if message[0] == protocol.STOP:
                 return
             item, log_path = message[1]
-            with capture_fds(log_path):
+            with capture_fds(log_path), preserved_torch_state():
                 outcome = self.evaluate(item)
             self.conn.send((protocol.RESULT, outcome))
             if outcome.retire:

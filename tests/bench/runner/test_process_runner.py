@@ -4,7 +4,7 @@ import time
 
 import pytest
 import torch
-from helpers import SCALE_ADD, scale_add_set
+from helpers import SCALE_ADD, python_solution, scale_add_set, workload_line, write_trace_set
 
 from flashinfer_bench.bench import Benchmark, BenchmarkConfig
 from flashinfer_bench.bench.runner import isolated_runner, persistent_runner
@@ -109,3 +109,17 @@ def test_a_worker_that_dies_before_it_is_ready_is_replaced(tmp_path):
     runner.slots[0].spare.process.kill()  # the worker about to become active dies during start-up
     result = Benchmark(trace_set, CONFIG, runner_factory=lambda c: runner).run_all(save_results=False)
     assert result.traces["scale_add"][0].evaluation.status.value == "PASSED"
+
+
+def test_torch_settings_changed_by_a_solution_do_not_reach_the_next(tmp_path):
+    # "b_ok" builds its output with the default dtype, so a leaked float64 default would make it INCORRECT_DTYPE.
+    solutions = [
+        python_solution("a_changes_defaults", "import torch\ndef run(x, y):\n"
+                        "    torch.set_default_dtype(torch.float64)\n    torch.set_grad_enabled(False)\n"
+                        "    return (x * 2 + y).float()\n"),
+        python_solution("b_ok", "import torch\ndef run(x, y):\n    return torch.zeros(x.shape) + x * 2 + y\n"),
+    ]
+    root = write_trace_set(tmp_path, [SCALE_ADD], solutions, {"scale_add": [workload_line("scale_add", "w", {"n": 8})]})
+    result = Benchmark(TraceSet.from_path(root), CONFIG).run_all(save_results=False)
+    assert {t.solution: t.evaluation.status.value for t in result.traces["scale_add"]} == {
+        "a_changes_defaults": "PASSED", "b_ok": "PASSED"}
