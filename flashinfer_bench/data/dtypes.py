@@ -29,10 +29,6 @@ class DType(str, Enum):
     def is_low_bit(self) -> bool:
         return self.value.startswith(("float8", "float4"))
 
-    @property
-    def bits(self) -> int:
-        return _BITS[self]
-
     def to_torch(self) -> Any:
         """The torch dtype; float4_e2m1 maps to torch's packed two-per-byte type."""
         import torch
@@ -40,17 +36,3 @@ class DType(str, Enum):
         name = "float4_e2m1fn_x2" if self is DType.FLOAT4_E2M1 else self.value
         return getattr(torch, name)
 
-
-_BITS = {
-    DType.FLOAT32: 32,
-    DType.FLOAT16: 16,
-    DType.BFLOAT16: 16,
-    DType.FLOAT8_E4M3FN: 8,
-    DType.FLOAT8_E5M2: 8,
-    DType.FLOAT4_E2M1: 4,
-    DType.INT64: 64,
-    DType.INT32: 32,
-    DType.INT16: 16,
-    DType.INT8: 8,
-    DType.BOOL: 8,
-}

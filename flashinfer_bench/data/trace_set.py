@@ -142,12 +142,6 @@ class TraceSet:
                 raise TraceSetError(where, f"{field}.path", f"safetensors file {self.root / spec.path} does not exist")
 
     # ---------------------------------------------------------------------------------------------- queries
-    def solution(self, name: str) -> Solution | None:
-        return next((s for group in self.solutions.values() for s in group if s.name == name), None)
-
-    def all_solutions(self) -> list[Solution]:
-        return [s for group in self.solutions.values() for s in group]
-
     def trace_file(self, definition: str) -> Path:
         """Where result traces of a definition live: ``traces/<op_type>/<definition>.jsonl``."""
         if self.root is None:

@@ -100,10 +100,11 @@ class Worker:
         from flashinfer_bench.compile import BuildError, build_solution, is_compile_error
 
         try:
-            runnable = self.runnables.get(item.solution.content_hash())
+            key = item.solution.content_hash()
+            runnable = self.runnables.get(key)
             if runnable is None:
-                runnable = build_solution(item.solution, device=self.device, cache_dir=self.cache_dir)
-                self.runnables[item.solution.content_hash()] = runnable
+                runnable = self.runnables[key] = build_solution(item.solution, device=self.device,
+                                                                cache_dir=self.cache_dir)
         except BuildError as exc:
             return WorkOutcome(EvaluationStatus.COMPILE_ERROR, log=f"{exc}\n{getattr(exc, 'log', '')}".strip())
         except Exception:  # noqa: BLE001 - a builder failing on untrusted code is a compile error
