@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device run for the trace-set benchmark and timing: the CUPTI record-kind probe, the harness overhead
+# One device run for the trace-set benchmark and timing: the CUPTI span probe, the harness overhead
 # benchmark, the runner/benchmark tests on the GPU, and the example under the persistent runner (add
 # "isolated" as the first argument to run it under both). Needs the wheels of ../shared/device/wheelhouse in
 # .whl (carried). Full logs go to $OUT.
@@ -9,7 +9,7 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
 nvidia-smi -L
-python3 benchmarks/cupti_kind_probe.py 2>&1 | tee "$out/cupti_kind_probe.log" | tail -n 4
+python3 benchmarks/cupti_span_probe.py 2>&1 | tee "$out/cupti_span_probe.log" | tail -n 6
 python3 benchmarks/harness_overhead.py --json "$out/overhead.json" 2>&1 | tail -n 4
 python3 -m pytest -q -p no:cacheprovider tests/bench/runner tests/bench/test_benchmark.py > "$out/pytest.log" 2>&1
 tail -n 6 "$out/pytest.log"

@@ -24,6 +24,7 @@ from .l2 import (
     rotating_arg_sets,
     tensor_bytes,
 )
+from .lead_in import spin
 from .result import (
     CUDA_EVENTS,
     CUPTI,
@@ -246,6 +247,7 @@ class _CudaSampler:
         self.dev = dev
         self.notes = notes
         self.dropped = 0
+        self.kernel_samples: list[float] = []
 
     def __call__(self, indices: range) -> list[float]:
         if self.method == CUPTI:
@@ -255,10 +257,11 @@ class _CudaSampler:
                 notices.warn_once(str(exc), self.notes)
                 self.method = CUDA_EVENTS
             else:
-                found = [s.duration_ms / self.calls for s in spans if s is not None]
+                found = [s for s in spans if s is not None]
                 if found:
                     self.dropped += len(spans) - len(found)
-                    return found
+                    self.kernel_samples.extend(s.activity_ms / self.calls for s in found)
+                    return [s.duration_ms / self.calls for s in found]
                 notices.warn(
                     "CUPTI recorded no GPU work for fn (does it launch kernels on this device?); "
                     "falling back to CUDA events.",
@@ -290,7 +293,8 @@ def _time_cuda(
         call_args, call_kwargs = arg_sets[k % len(arg_sets)]
         fn(*call_args, **call_kwargs)
 
-    prepare: Step = (lambda _: flush_l2(dev)) if policy == FLUSH_L2 else nothing
+    # The lead-in (see lead_in.py): the flush when the cache must be cold, otherwise a short spin.
+    prepare: Step = (lambda _: flush_l2(dev)) if policy == FLUSH_L2 else (lambda _: spin())
     for i in range(dry_run_iters):
         prepare(i)
         call(i)
@@ -329,6 +333,7 @@ def _time_cuda(
         calls,
         notes,
         target_ci_pct,
+        sampler.kernel_samples if sampler.method == CUPTI else None,
     )
 
 
@@ -343,6 +348,7 @@ def _finish(
     calls: int,
     notes: list[str],
     target_ci_pct: float | None,
+    kernel_samples: list[float] | None = None,
 ) -> TimingResult:
     stats = summarize(outcome.samples)
     width = stats.ci95_width_pct
@@ -369,4 +375,5 @@ def _finish(
         stats=stats,
         calls_per_sample=calls,
         warnings=notes,
+        kernel_samples_ms=kernel_samples,
     )

@@ -1,12 +1,20 @@
-"""Turning CUPTI activity records into per-iteration GPU times (pure Python, testable without a GPU).
+"""Turning CUPTI activity records into per-sample GPU times (pure Python, testable without a GPU).
 
-How an iteration is delimited: the host reads CUPTI's clock just before and just after issuing an
-iteration's work, giving a window [t0, t1]. Every CUDA API call issued in the window (a runtime or driver
-record whose start lies in it) belongs to the iteration, and every GPU activity (kernel, memcpy, memset)
-carries the correlation id of the API call that launched it, so kernels on any stream, and every kernel a
-CUDA-graph replay launches, are attributed to the right iteration. Work issued outside every window, such
-as the L2 flush issued before t0, is never counted. An iteration's time is from its first GPU activity's
-start to its last one's end, so gaps between its kernels count, as they would for a caller.
+How a sample is delimited: the host reads CUPTI's clock before queuing the sample's lead-in (the L2 flush,
+or a short spin kernel), before calling fn and after it returns, giving a ``SampleWindow``. Every CUDA API
+call that starts in the lead-in part belongs to the lead-in, every one that starts in the body part
+belongs to the sample, and every GPU activity (kernel, memcpy, memset) carries the correlation id of the
+API call that launched it. So kernels on any stream, and every kernel of a CUDA-graph replay, are
+attributed to the right sample, and the lead-in is never counted.
+
+Where a sample starts: when the GPU could begin fn's first command, that is, when the lead-in's last
+activity ended, or later if the host had not yet submitted that command (the end of the API call that
+launched it). It ends with fn's last GPU activity. So a sample covers the GPU front end's work to launch
+fn's first kernel as well as the gaps between fn's kernels, as Nsight Compute's ``gpu__time_duration``
+does (its start timestamp is written before the grid is launched), while host launch latency is kept out
+because the lead-in is still running when fn's first launch is queued. A kernel record alone starts when
+its first block runs and misses about a microsecond of launch work (measured on an H100:
+docs/measurements.md). The span is never shorter than fn's own activities.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ class ApiRecord:
     """A CUDA runtime/driver API call seen by CUPTI (CPU timestamps, ns)."""
 
     start_ns: int
+    end_ns: int
     correlation_id: int
 
 
@@ -36,47 +45,91 @@ class GpuRecord:
 
 
 @dataclass(frozen=True)
+class SampleWindow:
+    """Host timestamps of one sample: lead-in queued in [lead_in_ns, body_ns), fn called in [body_ns, end_ns]."""
+
+    lead_in_ns: int
+    body_ns: int
+    end_ns: int
+
+
+@dataclass(frozen=True)
 class IterationSpan:
     start_ns: int
+    """When the GPU could begin the sample's first command (see the module docstring)."""
     end_ns: int
+    """End of the sample's last GPU activity."""
     activities: int
-    """Number of GPU activities attributed to the iteration."""
+    """Number of GPU activities attributed to the sample."""
+    first_activity_ns: int
+    """Start of the sample's first GPU activity (equals start_ns without a lead-in)."""
 
     @property
     def duration_ms(self) -> float:
         return (self.end_ns - self.start_ns) / NS_PER_MS
 
+    @property
+    def activity_ms(self) -> float:
+        """First activity start to last activity end: what kernel records alone would give."""
+        return (self.end_ns - self.first_activity_ns) / NS_PER_MS
+
+
+@dataclass
+class _Bucket:
+    first: GpuRecord | None = None
+    last_end: int | None = None
+    count: int = 0
+    lead_in_end: int | None = None
+
+
+def _check_windows(windows: Sequence[SampleWindow]) -> None:
+    for i, w in enumerate(windows):
+        ordered = w.lead_in_ns <= w.body_ns <= w.end_ns
+        if not ordered or (i + 1 < len(windows) and windows[i + 1].lead_in_ns < w.end_ns):
+            raise ValueError("windows must be ordered and must not overlap")
+
 
 def bucket_iterations(
-    windows: Sequence[tuple[int, int]],
+    windows: Sequence[SampleWindow],
     api_records: Iterable[ApiRecord],
     gpu_records: Iterable[GpuRecord],
 ) -> list[IterationSpan | None]:
-    """The GPU span of each host window, or None for a window that launched no GPU work.
-
-    ``windows`` are (t0, t1) host timestamps in issue order and must not overlap.
-    """
-    starts = [t0 for t0, _ in windows]
-    for i, (t0, t1) in enumerate(windows):
-        if t1 < t0 or (i + 1 < len(windows) and starts[i + 1] < t1):
-            raise ValueError("windows must be ordered and must not overlap")
-    iteration_of: dict[int, int] = {}
+    """The GPU span of each sample window, or None for a window whose body launched no GPU work."""
+    _check_windows(windows)
+    starts = [w.lead_in_ns for w in windows]
+    body_of: dict[int, int] = {}
+    lead_in_of: dict[int, int] = {}
+    submitted: dict[int, int] = {}
     for api in api_records:
         idx = bisect.bisect_right(starts, api.start_ns) - 1
-        if idx >= 0 and api.start_ns <= windows[idx][1]:
-            iteration_of[api.correlation_id] = idx
-    first: list[int | None] = [None] * len(windows)
-    last: list[int | None] = [None] * len(windows)
-    counts = [0] * len(windows)
-    for gpu in gpu_records:
-        idx = iteration_of.get(gpu.correlation_id)
-        if idx is None:
+        if idx < 0 or api.start_ns > windows[idx].end_ns:
             continue
-        lo, hi = first[idx], last[idx]
-        first[idx] = gpu.start_ns if lo is None else min(lo, gpu.start_ns)
-        last[idx] = gpu.end_ns if hi is None else max(hi, gpu.end_ns)
-        counts[idx] += 1
-    spans: list[IterationSpan | None] = []
-    for lo, hi, count in zip(first, last, counts, strict=True):
-        spans.append(None if lo is None or hi is None else IterationSpan(lo, hi, count))
-    return spans
+        if api.start_ns >= windows[idx].body_ns:
+            body_of[api.correlation_id] = idx
+            # A runtime call and the driver call beneath it share an id; the inner one returns first.
+            submitted[api.correlation_id] = min(api.end_ns, submitted.get(api.correlation_id, api.end_ns))
+        else:
+            lead_in_of[api.correlation_id] = idx
+    buckets = [_Bucket() for _ in windows]
+    for gpu in gpu_records:
+        if (idx := lead_in_of.get(gpu.correlation_id)) is not None:
+            b = buckets[idx]
+            b.lead_in_end = gpu.end_ns if b.lead_in_end is None else max(b.lead_in_end, gpu.end_ns)
+        elif (idx := body_of.get(gpu.correlation_id)) is not None:
+            b = buckets[idx]
+            if b.first is None or gpu.start_ns < b.first.start_ns:
+                b.first = gpu
+            b.last_end = gpu.end_ns if b.last_end is None else max(b.last_end, gpu.end_ns)
+            b.count += 1
+    return [_span(b, submitted) for b in buckets]
+
+
+def _span(b: _Bucket, submitted: dict[int, int]) -> IterationSpan | None:
+    if b.first is None or b.last_end is None:
+        return None
+    first_start = b.first.start_ns
+    start = first_start
+    if b.lead_in_end is not None:
+        ready = max(b.lead_in_end, submitted.get(b.first.correlation_id, b.lead_in_end))
+        start = min(first_start, ready)
+    return IterationSpan(start, b.last_end, b.count, first_start)

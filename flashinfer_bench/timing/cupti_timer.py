@@ -1,4 +1,4 @@
-"""CUPTI timing: kernel activity records, bucketed per iteration (see cupti_records for the bucketing).
+"""CUPTI timing: kernel activity records, bucketed per sample (see cupti_records for the bucketing).
 
 ``cupti`` (package cupti-python, an optional extra) is imported lazily, once per process; the activity
 callbacks are registered once per process. Record kinds are enabled only while measuring, so the rest of
@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from .cupti_records import ApiRecord, GpuRecord, IterationSpan, bucket_iterations
+from .cupti_records import ApiRecord, GpuRecord, IterationSpan, SampleWindow, bucket_iterations
 from .steps import Step
 
 CUPTI_MISSING = "CUPTI is not installed. Try 'pip install -U cupti-python'. Falling back to CUDA events."
@@ -61,7 +61,7 @@ class _Session:
             if kind in self.gpu_kinds:
                 gpu.append(GpuRecord(rec.start, rec.end, rec.correlation_id))
             elif kind in self.api_kinds:
-                api.append(ApiRecord(rec.start, rec.correlation_id))
+                api.append(ApiRecord(rec.start, rec.end, rec.correlation_id))
         with self.lock:
             self.api.extend(api)
             self.gpu.extend(gpu)
@@ -84,16 +84,17 @@ class _Session:
             self._set_enabled(True)
         except Exception as exc:  # cupti.cuptiError and friends: any failure means no CUPTI here
             raise CuptiUnavailable(f"CUPTI could not trace ({exc}). Falling back to CUDA events.") from exc
-        windows: list[tuple[int, int]] = []
+        windows: list[SampleWindow] = []
         try:
             for i in indices:
+                lead_in = cupti.get_timestamp()
                 prepare(i)
-                t0 = cupti.get_timestamp()
+                body_start = cupti.get_timestamp()
                 body(i)
-                t1 = cupti.get_timestamp()
-                # Wait for everything, side streams included, so the next prepare cannot overlap it.
+                body_end = cupti.get_timestamp()
+                # Wait for everything, side streams included, so the next lead-in cannot overlap it.
                 torch.cuda.synchronize(device)
-                windows.append((t0, t1))
+                windows.append(SampleWindow(lead_in, body_start, body_end))
         finally:
             self._set_enabled(False)
             cupti.activity_flush_all(_FLUSH_FORCED)

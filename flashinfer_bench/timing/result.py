@@ -41,6 +41,10 @@ class TimingResult:
     calls_per_sample: int = 1
     """Calls of fn per sample (more than one only for CUDA graphs)."""
     warnings: list[str] = field(default_factory=list)
+    kernel_samples_ms: list[float] | None = None
+    """CUPTI only, per call like samples_ms: each sample from its first GPU activity's start to its last
+    one's end, i.e. kernel records alone, without the GPU's work to launch the first kernel (about 1 us
+    per sample on an H100). samples_ms includes that work, as Nsight Compute's durations do."""
 
     @property
     def median_ms(self) -> float:
@@ -63,4 +67,5 @@ class TimingResult:
             "calls_per_sample": self.calls_per_sample,
             "stats": self.stats.to_dict(),
             "warnings": list(self.warnings),
+            "kernel_samples_ms": None if self.kernel_samples_ms is None else list(self.kernel_samples_ms),
         }

@@ -1,61 +1,117 @@
 import pytest
 
-from flashinfer_bench.timing.cupti_records import ApiRecord, GpuRecord, IterationSpan, bucket_iterations
+from flashinfer_bench.timing.cupti_records import (
+    ApiRecord,
+    GpuRecord,
+    IterationSpan,
+    SampleWindow,
+    bucket_iterations,
+)
 
 
-def test_each_window_gets_its_kernels_and_flush_is_excluded():
-    windows = [(100, 200), (300, 400)]
-    api = [
-        ApiRecord(50, 1),  # flush before iteration 0
-        ApiRecord(110, 2),  # iteration 0: main stream kernel
-        ApiRecord(150, 3),  # iteration 0: side stream kernel
-        ApiRecord(250, 4),  # flush before iteration 1
-        ApiRecord(310, 5),  # iteration 1
+def api(start, corr, end=None):
+    return ApiRecord(start, start + 2 if end is None else end, corr)
+
+
+def test_each_window_gets_its_kernels_and_the_lead_in_is_excluded():
+    windows = [SampleWindow(40, 100, 200), SampleWindow(240, 300, 400)]
+    records = [
+        api(50, 1),  # lead-in (flush) before sample 0
+        api(110, 2),  # sample 0: main stream kernel
+        api(150, 3),  # sample 0: side stream kernel
+        api(250, 4),  # lead-in before sample 1
+        api(310, 5),  # sample 1
     ]
     gpu = [
-        GpuRecord(120, 5_000, 1),  # a long flush kernel overlapping everything must not count
+        GpuRecord(120, 950, 1),  # the flush: never counted
         GpuRecord(1_000, 1_500, 2),
         GpuRecord(1_200, 2_500, 3),  # side stream ends last
-        GpuRecord(3_000, 3_100, 4),
+        GpuRecord(3_000, 3_150, 4),
         GpuRecord(3_200, 3_260, 5),
     ]
-    spans = bucket_iterations(windows, api, gpu)
-    assert spans == [IterationSpan(1_000, 2_500, 2), IterationSpan(3_200, 3_260, 1)]
-    assert spans[0].duration_ms == pytest.approx(1_500 / 1e6)
+    spans = bucket_iterations(windows, records, gpu)
+    # A sample starts when its lead-in ended (the launch was submitted long before).
+    assert spans == [IterationSpan(950, 2_500, 2, 1_000), IterationSpan(3_150, 3_260, 1, 3_200)]
+    assert spans[0].duration_ms == pytest.approx(1_550 / 1e6)
+    assert spans[0].activity_ms == pytest.approx(1_500 / 1e6)
+
+
+def test_a_late_submission_starts_the_sample_when_it_was_submitted():
+    windows = [SampleWindow(0, 10, 500)]
+    records = [api(1, 1), api(20, 2, end=400)]  # the host took until 400 to submit fn's kernel
+    gpu = [GpuRecord(5, 100, 1), GpuRecord(420, 500, 2)]
+    (span,) = bucket_iterations(windows, records, gpu)
+    assert (span.start_ns, span.end_ns) == (400, 500)
+
+
+def test_the_span_never_starts_after_the_first_activity():
+    # fn's kernel ran on a stream that did not wait for the lead-in, and the launch call returned late.
+    windows = [SampleWindow(0, 10, 500)]
+    records = [api(1, 1), api(20, 2, end=300)]
+    gpu = [GpuRecord(5, 1_000, 1), GpuRecord(200, 260, 2)]
+    (span,) = bucket_iterations(windows, records, gpu)
+    assert (span.start_ns, span.end_ns, span.first_activity_ns) == (200, 260, 200)
+
+
+def test_the_inner_driver_call_is_the_submission():
+    windows = [SampleWindow(0, 10, 500)]
+    records = [api(1, 1), ApiRecord(20, 350, 2), ApiRecord(21, 300, 2)]  # runtime call around driver call
+    gpu = [GpuRecord(5, 100, 1), GpuRecord(320, 400, 2)]
+    (span,) = bucket_iterations(windows, records, gpu)
+    assert span.start_ns == 300
+
+
+def test_without_a_lead_in_the_span_starts_at_the_first_activity():
+    windows = [SampleWindow(0, 0, 10)]
+    (span,) = bucket_iterations(windows, [api(5, 42)], [GpuRecord(100, 105, 42), GpuRecord(110, 135, 42)])
+    assert (span.start_ns, span.end_ns, span.activities) == (100, 135, 2)
 
 
 def test_graph_replay_kernels_share_one_correlation_id():
-    windows = [(0, 10)]
-    api = [ApiRecord(5, 42)]
-    gpu = [GpuRecord(100 + 10 * k, 105 + 10 * k, 42) for k in range(4)]
-    (span,) = bucket_iterations(windows, api, gpu)
-    assert (span.start_ns, span.end_ns, span.activities) == (100, 135, 4)
+    windows = [SampleWindow(0, 2, 10)]
+    records = [api(1, 41), api(5, 42)]
+    gpu = [GpuRecord(50, 90, 41)] + [GpuRecord(100 + 10 * k, 105 + 10 * k, 42) for k in range(4)]
+    (span,) = bucket_iterations(windows, records, gpu)
+    assert (span.start_ns, span.end_ns, span.activities) == (90, 135, 4)
 
 
 def test_window_without_gpu_work_is_none_and_order_of_records_is_irrelevant():
-    windows = [(0, 10), (20, 30), (40, 50)]
-    api = [ApiRecord(45, 9), ApiRecord(5, 7), ApiRecord(25, 8)]  # id 8 launched nothing
+    windows = [SampleWindow(0, 0, 10), SampleWindow(20, 20, 30), SampleWindow(40, 40, 50)]
+    records = [api(45, 9), api(5, 7), api(25, 8)]  # id 8 launched nothing
     gpu = [GpuRecord(500, 600, 9), GpuRecord(100, 160, 7), GpuRecord(90, 95, 7)]
-    spans = bucket_iterations(windows, api, gpu)
-    assert spans[0] == IterationSpan(90, 160, 2)
+    spans = bucket_iterations(windows, records, gpu)
+    assert spans[0] == IterationSpan(90, 160, 2, 90)
     assert spans[1] is None
-    assert spans[2] == IterationSpan(500, 600, 1)
+    assert spans[2] == IterationSpan(500, 600, 1, 500)
 
 
 def test_boundaries_are_inclusive_and_records_outside_windows_ignored():
-    windows = [(10, 20)]
-    api = [ApiRecord(10, 1), ApiRecord(20, 2), ApiRecord(21, 3), ApiRecord(9, 4)]
-    gpu = [GpuRecord(100, 110, 1), GpuRecord(120, 130, 2), GpuRecord(0, 1_000, 3), GpuRecord(0, 1_000, 4)]
-    (span,) = bucket_iterations(windows, api, gpu)
-    assert span == IterationSpan(100, 130, 2)
+    windows = [SampleWindow(5, 10, 20)]
+    records = [api(10, 1), api(20, 2), api(21, 3), api(4, 4), api(5, 5)]
+    gpu = [
+        GpuRecord(100, 110, 1),
+        GpuRecord(120, 130, 2),
+        GpuRecord(0, 1_000, 3),  # launched after the window
+        GpuRecord(0, 1_000, 4),  # launched before it
+        GpuRecord(40, 60, 5),  # the lead-in, launched at its first instant
+    ]
+    (span,) = bucket_iterations(windows, records, gpu)
+    assert span == IterationSpan(60, 130, 2, 100)
 
 
 def test_unknown_correlation_ids_are_ignored():
-    (span,) = bucket_iterations([(0, 10)], [ApiRecord(1, 1)], [GpuRecord(5, 6, 99)])
+    (span,) = bucket_iterations([SampleWindow(0, 0, 10)], [api(1, 1)], [GpuRecord(5, 6, 99)])
     assert span is None
 
 
-@pytest.mark.parametrize("windows", [[(10, 5)], [(0, 10), (5, 20)]])
+@pytest.mark.parametrize(
+    "windows",
+    [
+        [SampleWindow(0, 10, 5)],
+        [SampleWindow(6, 5, 10)],
+        [SampleWindow(0, 0, 10), SampleWindow(5, 5, 20)],
+    ],
+)
 def test_bad_windows_rejected(windows):
     with pytest.raises(ValueError):
         bucket_iterations(windows, [], [])

@@ -64,8 +64,9 @@ class FakeCupti:
         corr = self.next_corr
         self.next_corr += 1
         if Kind.RUNTIME in self.enabled:
-            self.pending.append(SimpleNamespace(kind=Kind.RUNTIME, start=self.clock, correlation_id=corr))
-            self.pending.append(SimpleNamespace(kind=Kind.OTHER, start=self.clock, correlation_id=corr))
+            call = {"start": self.clock, "end": self.clock + 1, "correlation_id": corr}
+            self.pending.append(SimpleNamespace(kind=Kind.RUNTIME, **call))
+            self.pending.append(SimpleNamespace(kind=Kind.OTHER, **call))
         if kind in self.enabled:
             self.pending.append(SimpleNamespace(kind=kind, start=gpu_start, end=gpu_end, correlation_id=corr))
 
@@ -81,7 +82,8 @@ def test_trace_buckets_kernels_and_skips_flush(fresh_session):
     dev = torch.device("cpu")
 
     def prepare(i):
-        fake.launch(0, 10**9)  # the flush: a huge kernel that must never count
+        base = 1_000_000 * (i + 1)
+        fake.launch(base - 900_000, base - 1_000)  # the flush: a long lead-in that must never count
 
     def body(i):
         base = 1_000_000 * (i + 1)
@@ -90,7 +92,8 @@ def test_trace_buckets_kernels_and_skips_flush(fresh_session):
         fake.launch(base + 20_000, base + 21_000, kind=Kind.MEMSET)
 
     spans = cupti_timer.measure_cupti(fake, prepare, body, range(3), dev)
-    assert [s.duration_ms for s in spans] == pytest.approx([0.021] * 3)
+    # From the flush's end (fn's launch was queued before it) to the last activity's end.
+    assert [s.duration_ms for s in spans] == pytest.approx([0.022] * 3)
     assert [s.activities for s in spans] == [3, 3, 3]
     assert fake.enabled == set()  # tracing is off again after measuring
     assert fake.pending == []
@@ -169,10 +172,11 @@ def test_installed_cupti_is_chosen(monkeypatch):
 def test_sampler_divides_by_calls_and_drops_empty_samples(monkeypatch):
     from flashinfer_bench.timing.cupti_records import IterationSpan
 
-    spans = [IterationSpan(0, 2_000_000, 1), None, IterationSpan(0, 4_000_000, 1)]
+    spans = [IterationSpan(0, 2_000_000, 1, 1_000_000), None, IterationSpan(0, 4_000_000, 1, 0)]
     monkeypatch.setattr(api, "measure_cupti", lambda *a: spans)
     sampler = api._CudaSampler(CUPTI, object(), None, None, 2, torch.device("cpu"), [])
     assert sampler(range(3)) == [1.0, 2.0]
+    assert sampler.kernel_samples == [0.5, 2.0]  # kernel records alone, per call
     assert sampler.dropped == 1 and sampler.method == CUPTI
 
 
