@@ -117,7 +117,7 @@ def test_torch_settings_changed_by_a_solution_do_not_reach_the_next(tmp_path):
         python_solution("a_changes_defaults", "import torch\ndef run(x, y):\n"
                         "    torch.set_default_dtype(torch.float64)\n    torch.set_grad_enabled(False)\n"
                         "    return (x * 2 + y).float()\n"),
-        python_solution("b_ok", "import torch\ndef run(x, y):\n    return torch.zeros(x.shape) + x * 2 + y\n"),
+        python_solution("b_ok", "import torch\ndef run(x, y):\n    return torch.zeros(x.shape, device=x.device) + x * 2 + y\n"),
     ]
     root = write_trace_set(tmp_path, [SCALE_ADD], solutions, {"scale_add": [workload_line("scale_add", "w", {"n": 8})]})
     result = Benchmark(TraceSet.from_path(root), CONFIG).run_all(save_results=False)
