@@ -1,7 +1,7 @@
 """CUPTI timing: kernel activity records, bucketed per sample (see cupti_records for the bucketing).
 
 ``cupti`` (package cupti-python, an optional extra) is imported lazily, once per process; the activity
-callbacks are registered once per process. Record kinds are enabled only while measuring, so the rest of
+callbacks are registered once per process (again if another CUPTI client dropped them). Record kinds are enabled only while measuring, so the rest of
 the process is not traced.
 """
 
@@ -48,7 +48,10 @@ class _Session:
         self.api: list[ApiRecord] = []
         self.gpu: list[GpuRecord] = []
         self.lock = threading.Lock()
-        cupti.activity_register_callbacks(self._buffer_requested, self._buffer_completed)
+        self.register()
+
+    def register(self) -> None:
+        self.cupti.activity_register_callbacks(self._buffer_requested, self._buffer_completed)
 
     @staticmethod
     def _buffer_requested() -> tuple[int, int]:
@@ -75,6 +78,19 @@ class _Session:
         self, prepare: Step, body: Step, indices: range, device: torch.device
     ) -> list[IterationSpan | None]:
         """Run the samples with tracing on and return each one's GPU span."""
+        windows, api, gpu = self._record(prepare, body, indices, device)
+        if not api:
+            # Not even the synchronize calls came back: another CUPTI client in this process replaced our
+            # buffer callbacks or finalized CUPTI (FlashInfer's own bench_gpu_time ends with
+            # cupti.finalize()). Register them again and measure once more.
+            self.register()
+            windows, api, gpu = self._record(prepare, body, indices, device)
+        return bucket_iterations(windows, api, gpu)
+
+    def _record(
+        self, prepare: Step, body: Step, indices: range, device: torch.device
+    ) -> tuple[list[SampleWindow], list[ApiRecord], list[GpuRecord]]:
+        """Run the samples with tracing on: their host windows and the records CUPTI delivered."""
         cupti = self.cupti
         try:
             cupti.activity_flush_all(_FLUSH_FORCED)
@@ -102,7 +118,7 @@ class _Session:
             api, gpu = list(self.api), list(self.gpu)
             self.api.clear()
             self.gpu.clear()
-        return bucket_iterations(windows, api, gpu)
+        return windows, api, gpu
 
 
 _session: _Session | None = None

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 import torch
+from helpers import child_env
 
-import flashinfer_bench
 from flashinfer_bench.compile import BuildError, build_reference, build_solution, cache
 from flashinfer_bench.compile.builders.python import build_python
 from flashinfer_bench.compile.builders.torch_ext import build_torch_extension
@@ -20,8 +20,6 @@ from flashinfer_bench.compile.builders.tvm_ffi import build_tvm_ffi
 from flashinfer_bench.compile.dependencies import dependency_name
 from flashinfer_bench.compile.registry import find_builder
 from flashinfer_bench.data import Definition, Solution
-
-REPO = Path(flashinfer_bench.__file__).resolve().parents[1]
 
 
 def make_solution(sources: dict[str, str], entry: str = "main.py::run", **spec: Any) -> Solution:
@@ -131,7 +129,7 @@ def test_concurrent_processes_building_the_same_solution_all_succeed(tmp_path: P
     solution_json = tmp_path / "solution.json"
     solution_json.write_text(solution.model_dump_json())
     cache = tmp_path / "cache"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = child_env()
     processes = [
         subprocess.Popen(
             [sys.executable, "-c", script, str(solution_json), str(cache)],
@@ -270,7 +268,7 @@ def test_importing_the_package_imports_neither_torch_nor_triton() -> None:
     code = "import sys, flashinfer_bench.compile; print('torch' in sys.modules, 'triton' in sys.modules)"
     result = subprocess.run(
         [sys.executable, "-c", code],
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env=child_env(),
         capture_output=True,
         text=True,
         check=True,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,12 +10,10 @@ from typing import Any
 
 import pytest
 import torch
+from helpers import child_env
 
-import flashinfer_bench
 from flashinfer_bench.compile import BuildError, build_solution
 from flashinfer_bench.data import Solution
-
-REPO = Path(flashinfer_bench.__file__).resolve().parents[1]
 
 SCALE_ADD_CPP = r"""
 #include <torch/extension.h>
@@ -82,7 +79,7 @@ def test_cpp_extension_builds_runs_and_a_fresh_process_loads_it_from_the_cache(t
     (tmp_path / "solution.json").write_text(solution.model_dump_json())
     result = subprocess.run(
         [sys.executable, "-c", CACHED_BUILD_SCRIPT, str(tmp_path / "solution.json"), str(tmp_path)],
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env=child_env(),
         capture_output=True,
         text=True,
     )

@@ -7,20 +7,18 @@ with the environment it needs.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from helpers import child_env
 
-import flashinfer_bench
 from flashinfer_bench.compile import BuildError, is_compile_error
 
 pytest.importorskip("triton")
 
-REPO = Path(flashinfer_bench.__file__).resolve().parents[1]
 
 KERNEL = """
 import torch
@@ -50,7 +48,7 @@ def run_python(
     """Run ``code`` as a script file (Triton wants kernels defined in real files) in a fresh interpreter."""
     script = folder / "script.py"
     script.write_text(textwrap.dedent(code))
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = child_env()
     for key, value in env_updates.items():
         if value is None:
             env.pop(key, None)

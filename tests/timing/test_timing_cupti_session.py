@@ -49,10 +49,16 @@ class FakeCupti:
         self.enabled.discard(kind)
 
     def activity_flush_all(self, flag):
+        records, self.pending = self.pending, []
+        if self.callbacks is None:  # finalized: records have nowhere to go
+            return
         size, _ = self.callbacks[0]()
         assert size > 0
-        records, self.pending = self.pending, []
         self.callbacks[1](records)
+
+    def finalize(self):
+        """What another CUPTI client (FlashInfer's bench_gpu_time) does when it is done."""
+        self.callbacks = None
 
     def get_timestamp(self):
         self.clock += 10
@@ -106,6 +112,16 @@ def test_callbacks_registered_once_per_process(fresh_session):
             fake, lambda i: None, lambda i: fake.launch(0, 5), range(2), torch.device("cpu")
         )
     assert fake.register_count == 1
+
+
+def test_callbacks_are_registered_again_after_another_client_finalized_cupti(fresh_session):
+    fake = FakeCupti()
+    body = lambda i: fake.launch(100, 150)  # noqa: E731
+    cupti_timer.measure_cupti(fake, lambda i: None, body, range(1), torch.device("cpu"))
+    fake.finalize()
+    spans = cupti_timer.measure_cupti(fake, lambda i: None, body, range(2), torch.device("cpu"))
+    assert [s.duration_ms for s in spans] == pytest.approx([50 / 1e6] * 2)
+    assert fake.register_count == 2
 
 
 def test_stale_records_from_before_measuring_are_discarded(fresh_session):
