@@ -38,7 +38,10 @@ def medians_us(name: str, dev: torch.device, cold: bool) -> tuple[float, float]:
     fn, args = timing_fidelity.CASES[name](dev)
 
     def prepare(_: int) -> None:
-        flush_l2(dev) if cold else spin()
+        if cold:
+            flush_l2(dev)
+        else:
+            spin()
 
     for i in range(DRY_RUNS):
         prepare(i)

@@ -1,8 +1,8 @@
 """CUPTI timing: kernel activity records, bucketed per sample (see cupti_records for the bucketing).
 
 ``cupti`` (package cupti-python, an optional extra) is imported lazily, once per process; the activity
-callbacks are registered once per process (again if another CUPTI client dropped them). Record kinds are enabled only while measuring, so the rest of
-the process is not traced.
+callbacks are registered once per process (again if another CUPTI client dropped them). Record kinds are
+enabled only while measuring, so the rest of the process is not traced.
 """
 
 from __future__ import annotations
