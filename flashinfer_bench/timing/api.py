@@ -87,6 +87,7 @@ def bench_gpu_time_detailed(
     device: str | int | torch.device | None = None,
     target_ci_pct: float | None = None,
     time_budget_s: float | None = None,
+    before_each: Step | None = None,
 ) -> TimingResult:
     """Time ``fn(*args, **kwargs)`` and return every sample with the conditions it was taken under.
 
@@ -102,6 +103,9 @@ def bench_gpu_time_detailed(
         target_ci_pct: keep sampling, in batches of num_iters, until the 95% CI of the median is narrower
             than this percentage of the median (or the budget is spent; 10 s when not given).
         time_budget_s: seconds of sampling allowed; alone, sampling continues until it is spent.
+        before_each: untimed work before each dry run and each sample, given its index (samples count from 0
+            again after the dry runs); on a GPU it is queued ahead of the lead-in. The evaluators use it to
+            write new input values into the same tensors between timed calls.
     """
     if num_iters < 1:
         raise ValueError("num_iters must be at least 1")
@@ -124,6 +128,7 @@ def bench_gpu_time_detailed(
                 use_cuda_graph,
                 target_ci_pct,
                 time_budget_s,
+                before_each,
             )
     return _time_host(
         fn,
@@ -136,7 +141,20 @@ def bench_gpu_time_detailed(
         use_cuda_graph,
         target_ci_pct,
         time_budget_s,
+        before_each,
     )
+
+
+def _then(first: Step | None, second: Step) -> Step:
+    """``first`` then ``second``, for each index (just ``second`` without a first)."""
+    if first is None:
+        return second
+
+    def both(i: int) -> None:
+        first(i)
+        second(i)
+
+    return both
 
 
 def _time_host(
@@ -150,6 +168,7 @@ def _time_host(
     use_cuda_graph: bool,
     target_ci_pct: float | None,
     time_budget_s: float | None,
+    before_each: Step | None,
 ) -> TimingResult:
     notes: list[str] = []
     if cold:
@@ -160,9 +179,11 @@ def _time_host(
     def body(_: int) -> None:
         fn(*args, **kwargs)
 
+    prepare = _then(before_each, nothing)
     for i in range(dry_run_iters):
+        prepare(i)
         body(i)
-    sampler = _IndexedBatches(lambda indices: measure_host(nothing, body, indices))
+    sampler = _IndexedBatches(lambda indices: measure_host(prepare, body, indices))
     outcome = sample_until(sampler, num_iters, target_ci_pct, time_budget_s)
     return _finish(outcome, HOST_CLOCK, False, dev, WARM, None, None, 1, notes, target_ci_pct)
 
@@ -284,6 +305,7 @@ def _time_cuda(
     use_cuda_graph: bool,
     target_ci_pct: float | None,
     time_budget_s: float | None,
+    before_each: Step | None,
 ) -> TimingResult:
     notes: list[str] = []
     method, cupti = choose_method(enable_cupti, notes)
@@ -294,7 +316,8 @@ def _time_cuda(
         fn(*call_args, **call_kwargs)
 
     # The lead-in (see lead_in.py): the flush when the cache must be cold, otherwise a short spin.
-    prepare: Step = (lambda _: flush_l2(dev)) if policy == FLUSH_L2 else (lambda _: spin())
+    lead_in: Step = (lambda _: flush_l2(dev)) if policy == FLUSH_L2 else (lambda _: spin())
+    prepare = _then(before_each, lead_in)
     for i in range(dry_run_iters):
         prepare(i)
         call(i)

@@ -32,6 +32,20 @@ def test_longer_sleep_measures_longer():
     assert long > short + 5.0  # 10 ms apart; generous against scheduler noise
 
 
+def test_before_each_runs_before_every_call_and_is_not_timed():
+    events = []
+
+    def before(i):
+        events.append(("before", i))
+        time.sleep(0.02)
+
+    res = bench_gpu_time_detailed(
+        lambda: events.append("call"), num_iters=3, dry_run_iters=2, device="cpu", before_each=before
+    )
+    assert events == [("before", 0), "call", ("before", 1), "call"] + [("before", 0), "call", ("before", 1), "call", ("before", 2), "call"]
+    assert max(res.samples_ms) < 10.0  # the 20 ms sleeps are outside the timed span
+
+
 def test_args_kwargs_and_call_counts():
     calls = []
 

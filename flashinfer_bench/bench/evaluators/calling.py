@@ -66,12 +66,34 @@ def invoke(callee: Callee, definition: Definition, workload: Workload, inputs: S
     return normalize_outputs(callee.fn(*inputs), len(definition.outputs))
 
 
-def timing_closure(callee: Callee, definition: Definition, workload: Workload, inputs: Sequence[Any],
-                   device: str) -> Callable[[], Any]:
-    """A zero-argument callable doing exactly one call, with output buffers allocated once, outside it."""
+def timed_call(callee: Callee, definition: Definition, workload: Workload, inputs: Sequence[Any],
+               device: str) -> tuple[Callable[[], None], Callable[[], tuple[Any, ...]]]:
+    """A zero-argument callable doing exactly one call (output buffers allocated once, outside it), and a
+    function returning the latest call's outputs in definition order."""
     fn = callee.fn
     if callee.destination_passing_style:
-        arguments = [*inputs, *allocate_outputs(definition, workload, device)]
-    else:
-        arguments = list(inputs)
-    return lambda: fn(*arguments)
+        outputs = allocate_outputs(definition, workload, device)
+        arguments = [*inputs, *outputs]
+
+        def call_into_buffers() -> None:
+            fn(*arguments)
+
+        return call_into_buffers, lambda: tuple(outputs)
+    latest: list[Any] = [None]
+
+    def call_keeping_result() -> None:
+        latest[0] = fn(*inputs)
+
+    return call_keeping_result, lambda: normalize_outputs(latest[0], len(definition.outputs))
+
+
+def write_values(into: Sequence[Any], source: Sequence[Any]) -> None:
+    """Copy the values of ``source``'s tensors into the tensors of ``into`` (same shapes), in place."""
+    for dst, src in zip(into, source, strict=True):
+        if isinstance(dst, torch.Tensor):
+            dst.copy_(src)
+
+
+def same_non_tensor_values(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """True when the two input lists differ in tensor values at most."""
+    return all(isinstance(x, torch.Tensor) or x == y for x, y in zip(a, b, strict=True))

@@ -4,11 +4,18 @@ A worker process calls, per (solution, workload): ``build_baseline`` once per wo
 for ``num_trials`` fresh input draws, and optionally its latency), then ``check_correctness`` and, when that
 passes, ``eval_performance``. Exceptions raised by solution code propagate to the worker, which turns them
 into RUNTIME_ERROR / COMPILE_ERROR; an evaluator only decides verdicts.
+
+Timing does not trust the solution either: between timed calls the input tensors take two trials' values in
+turn (written outside the timed span), and one more call on the same tensors after timing must match the
+reference for the values it was given. A solution that hands back results kept from an earlier call on the
+same tensors, or skips the work when it sees them again, fails with ``TimedOutputsMismatch`` instead of
+reporting a fantasy speed-up.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
@@ -21,7 +28,9 @@ from flashinfer_bench.bench.evaluators.calling import (
     clone_inputs,
     invoke,
     modified_inputs,
-    timing_closure,
+    same_non_tensor_values,
+    timed_call,
+    write_values,
 )
 from flashinfer_bench.bench.evaluators.compare import ValueErrors, structure_mismatch, value_errors
 from flashinfer_bench.bench.inputs import generate_inputs
@@ -51,16 +60,60 @@ class CorrectnessResult:
         return self.status is EvaluationStatus.PASSED
 
 
+class TimedOutputsMismatch(Exception):
+    """The last timed call's outputs do not match the reference for the inputs it was given."""
+
+    def __init__(self, result: CorrectnessResult) -> None:
+        super().__init__(result.message)
+        self.result = result
+
+
+#: ``verify(k, outputs)``: judge a timed call's outputs, given trial k's input values; raises on a mismatch.
+Verify = Callable[[int, tuple[Any, ...]], None]
+
+
+class _AlternatingValues:
+    """Before each call, writes into the timed input tensors the values of whichever of two trials the previous
+    call did not see (the first call sees ``sources[0]``), and remembers which trial the next call sees."""
+
+    def __init__(self, live: list[Any], inputs: list[list[Any]], sources: tuple[int, int]) -> None:
+        self.live, self.inputs, self.sources = live, inputs, sources
+        self.given = sources[1]
+
+    def __call__(self, _: int) -> None:
+        self.write(self.sources[0] if self.given == self.sources[1] else self.sources[1])
+
+    def write(self, trial: int) -> None:
+        self.given = trial
+        write_values(self.live, self.inputs[trial])
+
+
 def measure_latency_ms(callee: Callee, definition: Definition, workload: Workload, inputs: list[list[Any]],
-                       cfg: ResolvedEvalConfig, device: str) -> float:
-    """Mean over trials of the median time of one call, each trial on private copies of its inputs."""
-    from flashinfer_bench.testing import bench_gpu_time
+                       cfg: ResolvedEvalConfig, device: str, verify: Verify | None = None) -> float:
+    """Mean over trials of the median time of one call, each trial on private copies of its inputs.
+
+    With ``verify`` and two or more trials, the timed tensors of trial t take the values of trial t and trial
+    t + 1 in turn (see the module docstring); after timing, one more call on the same tensors gets trial
+    t + 1's values (the first call had trial t's), and ``verify`` judges its outputs. The solution cannot tell
+    that call from a timed one, and a result kept from the first call belongs to other values.
+    """
+    from flashinfer_bench.testing import bench_gpu_time_detailed
 
     medians = []
-    for trial_inputs in inputs:
-        fn = timing_closure(callee, definition, workload, clone_inputs(trial_inputs), device)
-        median_ms, _ = bench_gpu_time(fn, num_iters=cfg.iterations, dry_run_iters=cfg.warmup_runs, device=device)
-        medians.append(median_ms)
+    for t, trial_inputs in enumerate(inputs):
+        live = clone_inputs(trial_inputs)
+        call, latest_outputs = timed_call(callee, definition, workload, live, device)
+        other = (t + 1) % len(inputs)
+        alternate = None
+        if verify is not None and other != t and same_non_tensor_values(trial_inputs, inputs[other]):
+            alternate = _AlternatingValues(live, inputs, (t, other))
+        result = bench_gpu_time_detailed(call, num_iters=cfg.iterations, dry_run_iters=cfg.warmup_runs,
+                                         device=device, before_each=alternate)
+        if verify is not None and alternate is not None:
+            alternate.write(other)
+            call()
+            verify(alternate.given, latest_outputs())
+        medians.append(result.median_ms)
     return fmean(medians)
 
 
@@ -90,7 +143,6 @@ class Evaluator(ABC):
     def check_correctness(cls, definition: Definition, sol_runnable: Callee, inputs: list[list[Any]],
                           ref_outputs: list[tuple[Any, ...]], cfg: ResolvedEvalConfig, *, workload: Workload,
                           device: str, baseline: Baseline | None = None) -> CorrectnessResult:
-        names = list(definition.outputs)
         total = ValueErrors()
         for trial_inputs, reference in zip(inputs, ref_outputs, strict=True):
             call_inputs = clone_inputs(trial_inputs)
@@ -102,12 +154,35 @@ class Evaluator(ABC):
             if written:
                 return CorrectnessResult(EvaluationStatus.INCORRECT_NUMERICAL,
                                          message=f"the solution wrote into its input(s) {written}")
-            mismatch = structure_mismatch(outputs, reference, names)
-            if mismatch is not None:
-                return CorrectnessResult(mismatch[0], message=mismatch[1])
-            for name, out, ref in zip(names, outputs, reference, strict=True):
-                total = total.merge(cls.compare_output(definition, name, out, ref, cfg))
+            judged = cls.output_errors(definition, outputs, reference, cfg)
+            if isinstance(judged, CorrectnessResult):
+                return judged
+            total = total.merge(judged)
         return cls.verdict(total, cfg)
+
+    @classmethod
+    def output_errors(cls, definition: Definition, outputs: tuple[Any, ...], reference: tuple[Any, ...],
+                      cfg: ResolvedEvalConfig) -> ValueErrors | CorrectnessResult:
+        """One call's errors against the reference, or the verdict when the outputs' structure is wrong."""
+        names = list(definition.outputs)
+        mismatch = structure_mismatch(outputs, reference, names)
+        if mismatch is not None:
+            return CorrectnessResult(mismatch[0], message=mismatch[1])
+        total = ValueErrors()
+        for name, out, ref in zip(names, outputs, reference, strict=True):
+            total = total.merge(cls.compare_output(definition, name, out, ref, cfg))
+        return total
+
+    @classmethod
+    def check_timed_outputs(cls, definition: Definition, outputs: tuple[Any, ...], reference: tuple[Any, ...],
+                            cfg: ResolvedEvalConfig) -> CorrectnessResult | None:
+        """The verdict on one timed call's outputs, or None where one call cannot be judged alone."""
+        judged = cls.output_errors(definition, outputs, reference, cfg)
+        result = judged if isinstance(judged, CorrectnessResult) else cls.verdict(judged, cfg)
+        if not result.passed:
+            result.message = ("the outputs of a timed call do not match the reference for the inputs it was "
+                              f"given (results kept from an earlier call?): {result.message}")
+        return result
 
     @classmethod
     def compare_output(cls, definition: Definition, name: str, out: Any, ref: Any,
@@ -131,8 +206,19 @@ class Evaluator(ABC):
     @classmethod
     def eval_performance(cls, definition: Definition, sol_runnable: Callee, inputs: list[list[Any]],
                          ref_mean_latency_ms: float | None, cfg: ResolvedEvalConfig, *, workload: Workload,
-                         device: str) -> Performance:
-        latency = measure_latency_ms(sol_runnable, definition, workload, inputs, cfg, device)
+                         device: str, ref_outputs: list[tuple[Any, ...]] | None = None) -> Performance:
+        """Time the solution. With ``ref_outputs`` (the reference's outputs per trial), the timed calls are
+        checked as the module docstring says, raising ``TimedOutputsMismatch``."""
+        verify = None
+        if ref_outputs is not None:
+            expected = ref_outputs
+
+            def verify(trial: int, outputs: tuple[Any, ...]) -> None:
+                result = cls.check_timed_outputs(definition, outputs, expected[trial], cfg)
+                if result is not None and not result.passed:
+                    raise TimedOutputsMismatch(result)
+
+        latency = measure_latency_ms(sol_runnable, definition, workload, inputs, cfg, device, verify)
         reference = ref_mean_latency_ms if ref_mean_latency_ms is not None else float("nan")
         speedup = reference / latency if latency > 0 else float("nan")
         return Performance(latency_ms=latency, reference_latency_ms=reference, speedup_factor=speedup)

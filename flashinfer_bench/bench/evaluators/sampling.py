@@ -74,6 +74,12 @@ class SamplingEvaluator(Evaluator):
         return baseline
 
     @classmethod
+    def check_timed_outputs(cls, definition: Definition, outputs: tuple[Any, ...], reference: tuple[Any, ...],
+                            cfg: ResolvedEvalConfig) -> CorrectnessResult | None:
+        """None: one call's draws cannot be compared with the reference's (only their distributions can)."""
+        return None
+
+    @classmethod
     def check_correctness(cls, definition: Definition, sol_runnable: Callee, inputs: list[list[Any]],
                           ref_outputs: list[tuple[Any, ...]], cfg: ResolvedEvalConfig, *, workload: Workload,
                           device: str, baseline: Baseline | None = None) -> CorrectnessResult:

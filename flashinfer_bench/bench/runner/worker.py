@@ -112,6 +112,7 @@ class Worker:
         self.conn.send((protocol.BUILT, None))
 
         from flashinfer_bench.bench.evaluators import load_evaluator
+        from flashinfer_bench.bench.evaluators.evaluator import TimedOutputsMismatch
 
         try:
             evaluator = load_evaluator(item.evaluator)
@@ -130,8 +131,10 @@ class Worker:
                 return WorkOutcome(result.status, log=result.message, correctness=result.correctness)
             performance = evaluator.eval_performance(
                 item.definition, runnable, baseline.inputs, reference_latency, item.config,
-                workload=item.workload, device=self.device,
+                workload=item.workload, device=self.device, ref_outputs=baseline.outputs,
             )
+        except TimedOutputsMismatch as exc:
+            return WorkOutcome(exc.result.status, log=exc.result.message, correctness=exc.result.correctness)
         except Exception as exc:  # noqa: BLE001 - untrusted code may raise anything
             status = EvaluationStatus.COMPILE_ERROR if is_compile_error(exc) else EvaluationStatus.RUNTIME_ERROR
             return WorkOutcome(status, log=traceback.format_exc(), retire=not device_is_healthy(self.device))

@@ -1,5 +1,7 @@
 """Evaluators judged in-process on CPU tensors (the worker calls exactly these methods)."""
 
+import weakref
+
 import torch
 from helpers import SCALE_ADD
 
@@ -12,6 +14,7 @@ from flashinfer_bench.bench.evaluators import (
     resolve_evaluator,
 )
 from flashinfer_bench.bench.evaluators.calling import ValueReturning
+from flashinfer_bench.bench.evaluators.evaluator import TimedOutputsMismatch
 from flashinfer_bench.data import Definition, EvaluationStatus, Workload
 
 CFG = ResolvedEvalConfig(warmup_runs=1, iterations=3, num_trials=2, rtol=1e-2, atol=1e-2)
@@ -82,6 +85,65 @@ def test_performance_reports_speedup_against_reference_latency():
                                              baseline.mean_latency_ms, CFG, workload=WORKLOAD, device="cpu")
     assert perf.latency_ms > 0
     assert abs(perf.speedup_factor - baseline.mean_latency_ms / perf.latency_ms) < 1e-9
+
+
+def keeps_results_per_tensor():
+    """A cheat: computes once per input tensor object, then hands back the same result whatever it holds."""
+    kept = {}
+
+    def run(x, y):
+        key = id(x)
+        if key not in kept:
+            kept[key] = x * 2 + y
+            weakref.finalize(x, kept.pop, key, None)  # a new tensor at the same address starts afresh
+        return kept[key]
+
+    return run
+
+
+def timed(fn, dps=False, evaluator=DefaultEvaluator, definition=SCALE):
+    baseline = evaluator.build_baseline(definition, WORKLOAD, CFG, "cpu", profile=False)
+    callee = ValueReturning(fn, destination_passing_style=dps)
+    correct = evaluator.check_correctness(definition, callee, baseline.inputs, baseline.outputs, CFG,
+                                          workload=WORKLOAD, device="cpu", baseline=baseline)
+    perf = evaluator.eval_performance(definition, callee, baseline.inputs, 1.0, CFG, workload=WORKLOAD,
+                                      device="cpu", ref_outputs=baseline.outputs)
+    return correct, perf
+
+
+def test_results_kept_from_an_earlier_call_fail_in_timing():
+    correct, _ = timed(lambda x, y: x * 2 + y)
+    assert correct.passed
+    try:
+        timed(keeps_results_per_tensor())
+    except TimedOutputsMismatch as exc:
+        assert exc.result.status is EvaluationStatus.INCORRECT_NUMERICAL
+        assert "timed call" in exc.result.message
+    else:
+        raise AssertionError("a solution returning stale results passed its timing")
+
+
+def test_honest_solutions_pass_the_timed_check_in_both_styles():
+    assert timed(lambda x, y: x * 2 + y)[1].latency_ms > 0
+    assert timed(lambda x, y, out: torch.add(y, x, alpha=2, out=out), dps=True)[1].latency_ms > 0
+
+
+def test_timed_calls_see_two_trials_values_in_turn():
+    seen = []
+
+    def records(x, y):
+        seen.append(float(x[0]))
+        return x * 2 + y
+
+    baseline = DefaultEvaluator.build_baseline(SCALE, WORKLOAD, CFG, "cpu", profile=False)
+    DefaultEvaluator.eval_performance(SCALE, ValueReturning(records), baseline.inputs, 1.0, CFG,
+                                      workload=WORKLOAD, device="cpu", ref_outputs=baseline.outputs)
+    first = {float(inputs[0][0]) for inputs in baseline.inputs}
+    assert set(seen) == first and len(first) == 2  # every call got one of the two trials' values
+
+
+def test_sampling_outputs_are_not_judged_one_call_at_a_time():
+    assert SamplingEvaluator.check_timed_outputs(SCALE, (torch.zeros(1),), (torch.ones(1),), CFG) is None
 
 
 LOWBIT = Definition.model_validate(dict(SCALE_ADD, name="q", op_type="moe"))
