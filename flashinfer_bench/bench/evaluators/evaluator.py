@@ -61,7 +61,7 @@ class CorrectnessResult:
 
 
 class TimedOutputsMismatch(Exception):
-    """The last timed call's outputs do not match the reference for the inputs it was given."""
+    """A call on the timed tensors gave outputs that do not match the reference for the values it was given."""
 
     def __init__(self, result: CorrectnessResult) -> None:
         super().__init__(result.message)
