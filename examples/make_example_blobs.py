@@ -72,6 +72,16 @@ def st(rel: str, key: str) -> dict:
     return {"type": "safetensors", "path": rel, "tensor_key": key}
 
 
+def _page_table(lens: list[int], unused_pages: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """A CSR page table for requests of ``lens`` pages each: indptr, distinct random page ids, and the number
+    of pages in the cache (``unused_pages`` more than the requests use)."""
+    total = sum(lens)
+    num_pages = total + unused_pages
+    indptr = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int32)
+    indices = torch.randperm(num_pages, generator=g)[:total].to(torch.int32)
+    return indptr, indices, num_pages
+
+
 def example(root: Path) -> None:
     w = Writer(root)
 
@@ -86,11 +96,8 @@ def example(root: Path) -> None:
     # paged GQA decode (page_size 1): kv_indptr / kv_indices from blobs, sm_scale scalar.
     d = "gqa_paged_decode_h8_kv2_d64_ps1"
     for i, lens in enumerate(([37], [1, 16, 40, 25], [5, 9, 17, 33, 24, 48, 12, 60])):
-        g = _gen(1000 + i)
         total = sum(lens)
-        num_pages = total + 16  # a few pages that no request uses
-        indptr = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int32)
-        indices = torch.randperm(num_pages, generator=g)[:total].to(torch.int32)
+        indptr, indices, num_pages = _page_table(lens, 16, _gen(1000 + i))  # 16 pages no request uses
         name = f"bs{len(lens)}_kv{total}"
         rel = w.blob("gqa_paged", d, name, {"kv_indptr": indptr, "kv_indices": indices})
         w.workload(
@@ -139,11 +146,8 @@ def dsa(root: Path) -> None:
     w = Writer(root)
     d = "dsa_sparse_attention_h4_d32_topk8_ps4"
     for i, pages in enumerate(([1, 3, 2], [2, 4, 1, 3, 5])):
-        g = _gen(5000 + i)
         total = sum(pages)
-        num_pages = total + 4
-        indptr = torch.tensor([0] + list(torch.tensor(pages).cumsum(0).tolist()), dtype=torch.int32)
-        indices = torch.randperm(num_pages, generator=g)[:total].to(torch.int32)
+        indptr, indices, num_pages = _page_table(pages, 4, _gen(5000 + i))
         name = f"tokens{len(pages)}"
         rel = w.blob("dsa_paged", d, name, {"kv_indptr": indptr, "kv_indices": indices})
         w.workload(
