@@ -25,8 +25,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import timing_fidelity  # noqa: E402
 
 from flashinfer_bench.timing import cupti_timer  # noqa: E402
-from flashinfer_bench.timing.l2 import flush_l2  # noqa: E402
-from flashinfer_bench.timing.lead_in import spin  # noqa: E402
+from flashinfer_bench.timing.lead_in import lead_in_step  # noqa: E402
 
 CASES = ("rms_norm_1x4096", "rms_norm_triton_1x4096", "mul2_64MiB_bf16", "matmul_bf16_4096")
 SAMPLES, DRY_RUNS, REPEATS = 100, 10, 3
@@ -37,12 +36,7 @@ def medians_us(name: str, dev: torch.device, cold: bool) -> tuple[float, float]:
     cupti = cupti_timer.load_cupti()
     fn, args = timing_fidelity.CASES[name](dev)
 
-    def prepare(_: int) -> None:
-        if cold:
-            flush_l2(dev)
-        else:
-            spin()
-
+    prepare = lead_in_step(dev, flush=cold)
     for i in range(DRY_RUNS):
         prepare(i)
         fn(*args)

@@ -19,12 +19,11 @@ from .l2 import (
     MAX_ROTATION_COPIES,
     ArgSet,
     copies_needed,
-    flush_l2,
     l2_cache_bytes,
     rotating_arg_sets,
     tensor_bytes,
 )
-from .lead_in import spin
+from .lead_in import lead_in_step
 from .result import (
     CUDA_EVENTS,
     CUPTI,
@@ -315,9 +314,7 @@ def _time_cuda(
         call_args, call_kwargs = arg_sets[k % len(arg_sets)]
         fn(*call_args, **call_kwargs)
 
-    # The lead-in (see lead_in.py): the flush when the cache must be cold, otherwise a short spin.
-    lead_in: Step = (lambda _: flush_l2(dev)) if policy == FLUSH_L2 else (lambda _: spin())
-    prepare = _then(before_each, lead_in)
+    prepare = _then(before_each, lead_in_step(dev, flush=policy == FLUSH_L2))
     for i in range(dry_run_iters):
         prepare(i)
         call(i)
