@@ -4,8 +4,9 @@ A persistent worker runs many solutions one after another; one that calls ``torc
 off autograd or TF32 must not change how the reference or the next solution computes.
 
 Only a setting that changed is written back: some setters are far from free (the first
-``torch.use_deterministic_algorithms`` call in a process took 4.8 s on the H100 machine, torch 2.11), and a
-worker that paid that after every item made isolated evaluations cost 5 s instead of 0.6 s.
+``torch.use_deterministic_algorithms`` call in a process took 4.8 s on the H100 machine, torch 2.11; see
+benchmarks/torch_setting_costs.py), and a worker that paid that after every item made isolated evaluations
+cost 5 s instead of 0.6 s.
 """
 
 from __future__ import annotations
