@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Protocol
+from functools import cache
+from typing import Any, Protocol
 
 from flashinfer_bench.bench.config import BenchmarkConfig
 from flashinfer_bench.bench.evaluators import evaluator_path, resolve_evaluator
@@ -14,8 +15,19 @@ from flashinfer_bench.bench.runner import (
     isolated_runner,
     persistent_runner,
 )
+from flashinfer_bench.bench.runner.protocol import WorkOutcome
 from flashinfer_bench.bench.runner.runner import Runner
-from flashinfer_bench.data import Environment, Evaluation, Trace, TraceSet
+from flashinfer_bench.data import (
+    Correctness,
+    Environment,
+    Evaluation,
+    EvaluationStatus,
+    Performance,
+    Trace,
+    TraceSet,
+)
+from flashinfer_bench.data.trace import timestamp_now
+from flashinfer_bench.data.workload_check import WorkloadProblem, check_workload
 
 
 class ProgressReporter(Protocol):
@@ -39,16 +51,29 @@ def make_trace(verdict: Verdict) -> Trace:
     log = outcome.log
     if verdict.captured_output:
         log = f"{log}\n--- captured output ---\n{verdict.captured_output}" if log else verdict.captured_output
+    status = outcome.status
+    # Upstream's rule (data.trace.Evaluation): only PASSED and INCORRECT_NUMERICAL carry correctness, only PASSED
+    # carries performance. A shape or dtype verdict's numbers are in its log.
+    has_correctness = status in (EvaluationStatus.PASSED, EvaluationStatus.INCORRECT_NUMERICAL)
     evaluation = Evaluation(
-        status=outcome.status,
+        status=status,
         environment=Environment(**verdict.environment),
+        timestamp=timestamp_now(),
         log=log,
-        correctness=outcome.correctness,
-        performance=outcome.performance,
+        correctness=(outcome.correctness or Correctness()) if has_correctness else None,
+        performance=(outcome.performance or Performance()) if status is EvaluationStatus.PASSED else None,
     )
     item = verdict.item
     return Trace(definition=item.definition.name, workload=item.workload, solution=item.solution.name,
                  evaluation=evaluation)
+
+
+def invalid_workload_verdicts(group: list[WorkItem], problems: list[WorkloadProblem],
+                              environment: dict[str, Any]) -> list[Verdict]:
+    """RUNTIME_ERROR for every solution of a workload that cannot run, saying why; nothing is run."""
+    log = "the workload cannot run:\n" + "\n".join(f"  {problem}" for problem in problems)
+    outcome = WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log=log)
+    return [Verdict(item, outcome, environment, "") for item in group]
 
 
 class Benchmark:
@@ -99,9 +124,18 @@ class Benchmark:
             if self.progress:
                 self.progress.advance(trace)
 
-        if groups:
+        runnable = []
+        for group in groups:
+            first = group[0]
+            problems = check_workload(first.definition, first.workload, first.trace_set_root)
+            if not problems:
+                runnable.append(group)
+                continue
+            for verdict in invalid_workload_verdicts(group, problems, parent_environment()):
+                record(verdict)
+        if runnable:
             with self.runner_factory(self.config) as runner:
-                runner.run(groups, record)
+                runner.run(runnable, record)
         if self.progress:
             self.progress.finish()
         return result
@@ -111,6 +145,14 @@ class Benchmark:
         before = {id(t) for traces in self.trace_set.traces.values() for t in traces}
         for traces in result.traces.values():
             yield from (t for t in traces if id(t) not in before)
+
+
+@cache
+def parent_environment() -> dict[str, Any]:
+    """The environment recorded on verdicts made without a worker: this machine's first device."""
+    from flashinfer_bench.bench.runner.worker import describe_environment
+
+    return describe_environment(available_devices()[0])
 
 
 def default_runner(config: BenchmarkConfig) -> Runner:

@@ -28,8 +28,9 @@ class SolutionSummary:
 
     @property
     def mean_speedup(self) -> float | None:
-        finite = [s for s in self.speedups if s == s]
-        return fmean(finite) if finite else None
+        # 0.0 is upstream's "not measured" (the reference was not timed); NaN came from older files.
+        measured = [s for s in self.speedups if s > 0]
+        return fmean(measured) if measured else None
 
     @property
     def mean_latency_ms(self) -> float | None:

@@ -1,7 +1,9 @@
-"""`flashinfer-bench`: run trace-set benchmarks, summarise results, and the routine benchmark.
+"""`flashinfer-bench`: run trace-set benchmarks, report and validate trace sets, and the routine benchmark.
 
 Flags of `run` mirror BenchmarkConfig's fields; they are applied on top of the YAML (bundled or --config).
-Bad input is reported in one line and exits with status 2.
+Bad input is reported in one line and exits with status 2; a file that cannot be loaded is reported in one
+line each, the rest is used, and the command then exits with status 2. `validate` exits 1 when it finds
+problems.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
+EXIT_PROBLEMS_FOUND = 1
 EXIT_BAD_INPUT = 2
 
 #: CLI flag -> BenchmarkConfig field
@@ -31,12 +34,17 @@ RUN_OVERRIDES = {
 }
 
 
+def _add_local(parser: argparse.ArgumentParser) -> None:
+    # `--local A B` and upstream's repeated `--local A --local B` both work.
+    parser.add_argument("--local", nargs="+", action="extend", required=True, metavar="PATH", help="trace-set folder(s)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flashinfer-bench", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="benchmark every (definition, solution, workload) of trace sets")
-    run.add_argument("--local", nargs="+", required=True, metavar="PATH", help="trace-set folder(s)")
+    _add_local(run)
     run.add_argument("--config", metavar="YAML", help="config file replacing the bundled eval_config.yaml")
     run.add_argument("--definitions", nargs="+", metavar="NAME", help="only these definitions")
     run.add_argument("--solutions", nargs="+", metavar="NAME", help="only these solutions")
@@ -50,17 +58,42 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a fresh process per (solution, workload)")
     run.add_argument("--resume", action="store_true", help="skip (solution, workload) pairs already traced")
     run.add_argument("--save-results", action=argparse.BooleanOptionalAction, default=True,
-                     help="append traces to traces/<op_type>/<definition>.jsonl as they are produced")
+                     help="append traces to traces/<author>/<op_type>/<definition>.jsonl as they are produced")
     run.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
+    report = commands.add_parser("report", help="summarise, rank or merge stored results")
+    reports = report.add_subparsers(dest="report_command", required=True)
     for name, text in (("summary", "per-definition table of results"), ("best", "best solution per definition")):
-        sub = commands.add_parser(name, help=text)
-        sub.add_argument("--local", nargs="+", required=True, metavar="PATH", help="trace-set folder(s)")
+        for sub in (reports.add_parser(name, help=text), commands.add_parser(name, help=f"{text} (= report {name})")):
+            _add_local(sub)
+    merge = reports.add_parser("merge", help="merge trace sets into a new folder")
+    _add_local(merge)
+    merge.add_argument("--output", required=True, metavar="PATH", help="the new folder to write (must not hold anything)")
+
+    validate = commands.add_parser("validate", help="check a trace set's layout, definitions, workloads, blobs, "
+                                   "solutions and traces; exit 1 if anything is wrong")
+    validate.add_argument("--dataset", required=True, metavar="PATH", help="the trace-set folder")
+    validate.add_argument("--checks", metavar="LIST", help="comma-separated subset of: layout, definition, "
+                          "workload, solution, trace (default: all)")
+    validate.add_argument("--op-types", nargs="+", default=[], metavar="OP_TYPE", help="only these op types")
+    validate.add_argument("--definitions", nargs="+", default=[], metavar="NAME", help="only these definitions")
+    validate.add_argument("--disable-gpu", action="store_true",
+                          help="accepted for upstream's command line; no check here needs a GPU")
 
     routine = commands.add_parser("routine", help="the routine benchmark (same flags as benchmarks/flashinfer_benchmark.py)",
                                   add_help=False)
     routine.add_argument("routine_args", nargs=argparse.REMAINDER)
     return parser
+
+
+def report_problems(trace_set, console: Console) -> int:
+    """Print what could not be loaded, one line each; returns how many input files (or lines) had problems.
+    Skipped result lines are printed as warnings and not counted: result files are the tool's own output."""
+    for problem in trace_set.problems:
+        print(f"error: {problem}", file=sys.stderr)
+    for problem in trace_set.trace_problems:
+        print(f"warning: skipped a result line: {problem}", file=sys.stderr)
+    return len(trace_set.problems)
 
 
 def load_config(args: argparse.Namespace):
@@ -82,13 +115,19 @@ def command_run(args: argparse.Namespace, console: Console) -> int:
 
     config = load_config(args)
     trace_sets = [TraceSet.from_path(path) for path in args.local]
+    problems = 0
     for trace_set in trace_sets:
         console.print(f"trace set {trace_set.root}", highlight=False)
+        problems += report_problems(trace_set, console)
         benchmark = Benchmark(trace_set, config, progress=TerminalProgress())
         result = benchmark.run_all(save_results=args.save_results, resume=args.resume)
         new_traces = list(benchmark.iter_new_traces(result))
         for table in summary_tables(summarize(new_traces)):
             console.print(table)
+    if problems:
+        print(f"error: {problems} file(s) or line(s) could not be loaded (listed above); the rest was run",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
     return 0
 
 
@@ -97,15 +136,38 @@ def command_summary(args: argparse.Namespace, console: Console, *, best: bool) -
     from flashinfer_bench.cli.report import best_table, summary_tables
     from flashinfer_bench.data import TraceSet
 
+    problems = 0
     for path in args.local:
         trace_set = TraceSet.from_path(path)
+        problems += report_problems(trace_set, console)
         summaries = summarize(t for traces in trace_set.traces.values() for t in traces)
         if not summaries:
             console.print(f"{path}: no result traces yet (run `flashinfer-bench run --local {path}`)", highlight=False)
             continue
         for table in [best_table(summaries)] if best else summary_tables(summaries):
             console.print(table)
-    return 0
+    return EXIT_BAD_INPUT if problems else 0
+
+
+def command_merge(args: argparse.Namespace, console: Console) -> int:
+    from flashinfer_bench.data.merge import merge_trace_sets
+
+    report = merge_trace_sets(args.local, args.output)
+    for problem in report.problems:
+        print(f"error: {problem}", file=sys.stderr)
+    console.print(f"merged {len(args.local)} trace set(s) into {args.output}: {report.definitions} definitions, "
+                  f"{report.solutions} solutions, {report.workloads} workloads, {report.traces} traces "
+                  f"({report.duplicate_traces} duplicate lines written once)", highlight=False)
+    return EXIT_BAD_INPUT if report.problems else 0
+
+
+def command_validate(args: argparse.Namespace, console: Console) -> int:
+    from flashinfer_bench.data.validate import CHECKS, render_text, validate_trace_set
+
+    checks = [c.strip() for c in args.checks.split(",") if c.strip()] if args.checks else list(CHECKS)
+    report = validate_trace_set(args.dataset, checks=checks, op_types=args.op_types, definitions=args.definitions)
+    print(render_text(report))
+    return EXIT_PROBLEMS_FOUND if report.errors else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -128,7 +190,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "run":
             return command_run(args, console)
-        return command_summary(args, console, best=args.command == "best")
+        if args.command == "validate":
+            return command_validate(args, console)
+        if args.command == "report" and args.report_command == "merge":
+            return command_merge(args, console)
+        report_command = args.report_command if args.command == "report" else args.command
+        return command_summary(args, console, best=report_command == "best")
     except TraceSetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

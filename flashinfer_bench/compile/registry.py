@@ -30,17 +30,19 @@ def register_builder(language: Language, binding: str | None, builder: Builder) 
 
 
 def find_builder(spec: BuildSpec) -> Builder:
-    for key in ((spec.language, spec.binding), (spec.language, ANY_BINDING)):
+    """C++/CUDA solutions that name no binding are built with TVM-FFI, as upstream builds them."""
+    effective = spec.effective_binding
+    binding = effective.value if effective is not None else None
+    for key in ((spec.language, binding), (spec.language, ANY_BINDING)):
         if key in _BUILDERS:
             return _BUILDERS[key]
-    binding = "no binding" if spec.binding is None else f"binding '{spec.binding}'"
-    raise BuildError(f"no builder for language '{spec.language.value}' with {binding}")
+    described = "no binding" if binding is None else f"binding '{binding}'"
+    raise BuildError(f"no builder for language '{spec.language.value}' with {described}")
 
 
 register_builder(Language.PYTHON, ANY_BINDING, build_python)
 register_builder(Language.TILELANG, ANY_BINDING, build_python)
 register_builder(Language.TRITON, ANY_BINDING, build_triton)
 for _language in (Language.CPP, Language.CUDA):
-    register_builder(_language, None, build_torch_extension)
     register_builder(_language, "torch", build_torch_extension)
     register_builder(_language, "tvm-ffi", build_tvm_ffi)

@@ -1,9 +1,9 @@
 """The trace-set file format: definitions, solutions, workloads and traces, as pydantic models."""
 
-from flashinfer_bench.data.definition import ConstAxis, Definition, TensorSpec, VarAxis
+from flashinfer_bench.data.definition import Axis, ConstAxis, Definition, TensorSpec, VarAxis
 from flashinfer_bench.data.dtypes import DType
 from flashinfer_bench.data.errors import TraceSetError
-from flashinfer_bench.data.solution import BuildSpec, Language, Solution, SourceFile
+from flashinfer_bench.data.solution import Binding, BuildSpec, Language, Solution, SourceFile
 from flashinfer_bench.data.trace import (
     Correctness,
     Environment,
@@ -13,9 +13,21 @@ from flashinfer_bench.data.trace import (
     Trace,
 )
 from flashinfer_bench.data.trace_set import TraceSet
-from flashinfer_bench.data.workload import RandomInput, SafetensorsInput, ScalarInput, Workload
+from flashinfer_bench.data.workload import InputSpec, RandomInput, SafetensorsInput, ScalarInput, Workload
+
+# Upstream's names for the same models, so code written against upstream's package imports unchanged.
+AxisConst = ConstAxis
+AxisVar = VarAxis
+AxisSpec = Axis
+SupportedLanguages = Language
+SupportedBindings = Binding
 
 __all__ = [
+    "Axis",
+    "AxisConst",
+    "AxisSpec",
+    "AxisVar",
+    "Binding",
     "BuildSpec",
     "ConstAxis",
     "Correctness",
@@ -25,12 +37,15 @@ __all__ = [
     "Evaluation",
     "EvaluationStatus",
     "Language",
+    "InputSpec",
     "Performance",
     "RandomInput",
     "SafetensorsInput",
     "ScalarInput",
     "Solution",
     "SourceFile",
+    "SupportedBindings",
+    "SupportedLanguages",
     "TensorSpec",
     "Trace",
     "TraceSet",

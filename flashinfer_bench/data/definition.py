@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import ast
-from typing import Annotated, Literal
+from functools import cached_property
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from flashinfer_bench.data.constraints import Constraint, ConstraintError
 from flashinfer_bench.data.dtypes import DType
 
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 
 
 class _Model(BaseModel):
-    # Unknown fields are kept (and written back), so files from newer tools survive a round trip.
-    model_config = ConfigDict(extra="allow", populate_by_name=True, ser_json_inf_nan="constants")
+    # As upstream: unknown fields are accepted and dropped; fields are written in declaration order.
+    model_config = ConfigDict(extra="ignore")
 
 
 class ConstAxis(_Model):
@@ -32,7 +34,8 @@ class VarAxis(_Model):
     description: str | None = None
 
 
-Axis = Annotated[ConstAxis | VarAxis, Field(discriminator="type")]
+#: As upstream, a plain union: ``type`` may be left out (``{"value": 8}`` is const, ``{}`` var).
+Axis = ConstAxis | VarAxis
 
 
 class TensorSpec(_Model):
@@ -52,9 +55,9 @@ class Definition(_Model):
     inputs: dict[str, TensorSpec]
     outputs: dict[str, TensorSpec]
     reference: NonEmptyStr
-    tags: list[str] = Field(default_factory=list)
+    tags: list[NonEmptyStr] = Field(default_factory=list)
     description: str | None = None
-    constraints: list[str] = Field(default_factory=list)
+    constraints: list[NonEmptyStr] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Definition:
@@ -70,12 +73,22 @@ class Definition(_Model):
                             f"(declared: {sorted(self.axes)})"
                         )
         _check_reference_source(self.reference)
-        for expression in self.constraints:
-            try:
-                ast.parse(expression, mode="eval")
-            except SyntaxError as exc:
-                raise ValueError(f"constraint {expression!r} is not a Python expression: {exc.msg}") from None
         return self
+
+    @field_validator("constraints")
+    @classmethod
+    def _constraints_in_grammar(cls, constraints: list[str]) -> list[str]:
+        """Stricter than upstream, which only parses them: see data.constraints for why."""
+        for index, expression in enumerate(constraints):
+            try:
+                Constraint.parse(expression)
+            except ConstraintError as exc:
+                raise ValueError(f"constraints[{index}]: {exc}") from None
+        return constraints
+
+    @cached_property
+    def parsed_constraints(self) -> tuple[Constraint, ...]:
+        return tuple(Constraint.parse(expression) for expression in self.constraints)
 
     @property
     def var_axes(self) -> list[str]:
@@ -100,10 +113,26 @@ class Definition(_Model):
             if name in bound and bound[name] != value:
                 raise ValueError(f"axis '{name}' is const {bound[name]} but the workload gives {value}")
             bound[name] = value
-        for expression in self.constraints:
-            if not eval(compile(expression, "<constraint>", "eval"), {"__builtins__": {}}, dict(bound)):  # noqa: S307
-                raise ValueError(f"constraint {expression!r} is false for axes {bound}")
         return bound
+
+    def constraint_violations(self, axes: dict[str, int], inputs: dict[str, Any]) -> list[str]:
+        """One message per constraint that is false (or cannot be evaluated) for these axes and inputs.
+
+        ``inputs`` maps input names to tensors, scalars or :class:`ShapeOnly` stand-ins; a constraint that
+        needs values not known yet is skipped (it is checked again once the inputs exist).
+        """
+        values = {**axes, **inputs}
+        violations = []
+        for constraint in self.parsed_constraints:
+            try:
+                holds = constraint.evaluate(values)
+            except ConstraintError as exc:
+                violations.append(str(exc))
+                continue
+            if holds is False:
+                explained = constraint.explain(values)
+                violations.append(f"constraint {constraint.source!r} is false" + (f" ({explained})" if explained else ""))
+        return violations
 
     def shape_of(self, spec: TensorSpec, axes: dict[str, int]) -> tuple[int, ...] | None:
         """Concrete shape of an input or output under bound axes (None for a scalar)."""

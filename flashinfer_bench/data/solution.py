@@ -6,7 +6,7 @@ import hashlib
 import json
 from enum import Enum
 from pathlib import PurePosixPath
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
@@ -19,6 +19,14 @@ class Language(str, Enum):
     CPP = "cpp"
     CUDA = "cuda"
     TILELANG = "tilelang"
+    CUTEDSL = "cutedsl"
+
+
+class Binding(str, Enum):
+    """How a C++/CUDA solution is bound to Python; none given means TVM-FFI, as upstream."""
+
+    TVM_FFI = "tvm-ffi"
+    TORCH = "torch"
 
 
 class BuildSpec(_Model):
@@ -27,21 +35,29 @@ class BuildSpec(_Model):
     language: Language
     target_hardware: Annotated[list[str], Field(min_length=1)]
     entry_point: NonEmptyStr
-    dependencies: list[str] = Field(default_factory=list)
+    dependencies: list[NonEmptyStr] = Field(default_factory=list)
     destination_passing_style: bool = True
-    binding: Literal["tvm-ffi", "torch"] | None = None
+    binding: Binding | None = None
 
     @field_validator("entry_point")
     @classmethod
     def _one_separator(cls, value: str) -> str:
-        if value.count("::") != 1 or not all(value.split("::")):
+        # Upstream asks for exactly one '::' and nothing more: 'main.py::' loads, and fails to build.
+        if value.count("::") != 1:
             raise ValueError(f"entry_point must be '<file path>::<function name>', got {value!r}")
         return value
+
+    @property
+    def effective_binding(self) -> Binding | None:
+        """The binding a C++/CUDA solution is built with (TVM-FFI when none is given); None for other languages."""
+        if self.language not in (Language.CPP, Language.CUDA):
+            return None
+        return self.binding or Binding.TVM_FFI
 
 
 class SourceFile(_Model):
     path: NonEmptyStr
-    content: str
+    content: NonEmptyStr
 
     @field_validator("path")
     @classmethod
@@ -56,9 +72,9 @@ class Solution(_Model):
     name: NonEmptyStr
     definition: NonEmptyStr
     author: NonEmptyStr
-    description: str | None = None
     spec: BuildSpec
     sources: Annotated[list[SourceFile], Field(min_length=1)]
+    description: str | None = None
 
     @model_validator(mode="after")
     def _entry_file_present(self) -> Solution:

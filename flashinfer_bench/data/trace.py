@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from flashinfer_bench.data.definition import NonEmptyStr, _Model
 from flashinfer_bench.data.workload import Workload
@@ -22,32 +22,65 @@ class EvaluationStatus(str, Enum):
     TIMEOUT = "TIMEOUT"
 
 
+def timestamp_now() -> str:
+    """An evaluation's timestamp as upstream writes it: local time, ISO 8601, no zone."""
+    return datetime.now().isoformat()
+
+
 class Environment(_Model):
-    hardware: str
+    hardware: NonEmptyStr
     libs: dict[str, str] = Field(default_factory=dict)
 
 
 class Correctness(_Model):
-    """Worst errors seen; Infinity and NaN are legitimate values (a NaN output) and are written as JSON constants."""
+    """Worst errors seen. Infinity and NaN are legitimate values (a NaN output); like upstream they are written
+    as the strings ``"Infinity"`` and ``"NaN"``, which strict JSON readers accept, and read back as floats."""
 
-    max_relative_error: float
-    max_absolute_error: float
+    model_config = ConfigDict(ser_json_inf_nan="strings")
+
+    max_relative_error: float = 0.0
+    max_absolute_error: float = 0.0
     extra: dict[str, Any] | None = None
+
+    @field_validator("max_relative_error", "max_absolute_error")
+    @classmethod
+    def _non_negative_or_nan(cls, value: float) -> float:
+        if value < 0:
+            raise ValueError("must be non-negative or NaN")
+        return value
 
 
 class Performance(_Model):
-    latency_ms: float
-    reference_latency_ms: float
-    speedup_factor: float
+    """Latencies in ms. ``speedup_factor`` is reference / solution latency, 0.0 when the reference was not
+    timed (``profile_baseline: false``), as upstream writes it."""
+
+    latency_ms: float = Field(default=0.0, ge=0.0)
+    reference_latency_ms: float = Field(default=0.0, ge=0.0)
+    speedup_factor: float = Field(default=0.0, ge=0.0)
 
 
 class Evaluation(_Model):
     status: EvaluationStatus
     environment: Environment
-    timestamp: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+    #: ISO 8601; see :func:`timestamp_now`.
+    timestamp: NonEmptyStr
     log: str = ""
     correctness: Correctness | None = None
     performance: Performance | None = None
+
+    @model_validator(mode="after")
+    def _fields_match_status(self) -> Evaluation:
+        """Upstream's rule: PASSED has correctness and performance, INCORRECT_NUMERICAL correctness only,
+        every other status neither."""
+        wants_correctness = self.status in (EvaluationStatus.PASSED, EvaluationStatus.INCORRECT_NUMERICAL)
+        wants_performance = self.status is EvaluationStatus.PASSED
+        for name, wanted, value in (("correctness", wants_correctness, self.correctness),
+                                    ("performance", wants_performance, self.performance)):
+            if wanted and value is None:
+                raise ValueError(f"a {self.status.value} evaluation must include {name}")
+            if not wanted and value is not None:
+                raise ValueError(f"a {self.status.value} evaluation must not include {name}")
+        return self
 
 
 class Trace(_Model):

@@ -1,11 +1,21 @@
-"""TraceSet: every definition, solution, workload and result trace of a trace-set folder, checked on load."""
+"""TraceSet: every definition, solution, workload and result trace of a trace-set folder.
+
+Loading never stops at a bad file: each problem (a file that is not JSON, a field that fails validation, a
+name used twice, a solution or trace for an unknown definition) is kept in ``TraceSet.problems`` as a
+TraceSetError naming the file (and line), the field and what was expected, and the rest is loaded. Whether a
+workload can run (its blobs, its constraints) is not a loading question: see ``data.workload_check``.
+
+JSONL is split on ``\\n`` alone (a U+2028 inside a logged string is not a line break) and each line is parsed
+and validated in one step by pydantic's JSON parser, which keeps loading linear and fast for large trace files.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import logging
-import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -13,50 +23,50 @@ from pydantic import BaseModel, ValidationError
 
 from flashinfer_bench.data.definition import Definition
 from flashinfer_bench.data.errors import TraceSetError, describe_validation_error
+from flashinfer_bench.data.jsonl import append_jsonl_line, jsonl_lines
 from flashinfer_bench.data.solution import Solution
-from flashinfer_bench.data.trace import Trace
-from flashinfer_bench.data.workload import SafetensorsInput, ScalarInput
+from flashinfer_bench.data.trace import Environment, Trace
 
 logger = logging.getLogger(__name__)
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
+#: The folders of a trace set, as upstream lays them out.
+DEFINITIONS, SOLUTIONS, WORKLOADS, TRACES, BLOBS = "definitions", "solutions", "workloads", "traces", "blob"
 
-def _validate(model: type[ModelT], data: object, where: str) -> ModelT:
+
+def _parse(model: type[ModelT], text: bytes | str, where: str) -> ModelT:
+    """Validate JSON text into ``model``; raises TraceSetError naming ``where``, the field and the problem."""
     try:
-        return model.model_validate(data)
+        return model.model_validate_json(text)
     except ValidationError as exc:
         field, message = describe_validation_error(exc)
         raise TraceSetError(where, field, message) from None
 
 
-def _read_json(path: Path) -> object:
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Loading makes millions of small objects and no reference cycles. With the cyclic garbage collector
+    running, each of its passes walks every object made so far, which made loading worse than linear, and the
+    first full pass after loading cost as much again. So it is paused while loading, and what was loaded is
+    moved out of its sight (``gc.freeze``); reference counting still frees it all when it is dropped."""
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise TraceSetError(path, None, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TraceSetError(path, None, f"cannot be read: {exc}") from None
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
 
 
-def _read_jsonl(path: Path, *, skip_torn_lines: bool) -> Iterable[tuple[str, object]]:
-    """(location, parsed object) per non-blank line. Result files may hold a line torn by a crash mid-append,
-    with later appends after it: with ``skip_torn_lines`` such lines are skipped with a warning."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for index, line in enumerate(lines):
-        if not line.strip():
-            continue
-        where = f"{path}:{index + 1}"
-        try:
-            yield where, json.loads(line)
-        except json.JSONDecodeError as exc:
-            if skip_torn_lines:
-                logger.warning("%s: skipping an incomplete line (%s)", where, exc.msg)
-                continue
-            raise TraceSetError(where, None, f"invalid JSON at column {exc.colno}: {exc.msg}") from None
+def _files(root: Path, folder: str, pattern: str) -> list[Path]:
+    base = root / folder
+    return sorted(base.rglob(pattern)) if base.is_dir() else []
 
 
 class TraceSet:
-    """In-memory view of a trace set. ``solutions``, ``workloads`` and ``traces`` are keyed by definition name."""
+    """In-memory view of a trace set. ``solutions``, ``workloads`` and ``traces`` are keyed by definition name;
+    ``problems`` lists what could not be loaded."""
 
     def __init__(
         self,
@@ -71,104 +81,199 @@ class TraceSet:
         self.solutions: dict[str, list[Solution]] = {k: list(v) for k, v in (solutions or {}).items()}
         self.workloads: dict[str, list[Trace]] = {k: list(v) for k, v in (workloads or {}).items()}
         self.traces: dict[str, list[Trace]] = {k: list(v) for k, v in (traces or {}).items()}
+        #: Definition, solution and workload files (or lines) that could not be used.
+        self.problems: list[TraceSetError] = []
+        #: Result-trace lines that were skipped: invalid, or for a definition the set does not hold.
+        self.trace_problems: list[TraceSetError] = []
+        # Definitions whose file is reported as a problem: what names them is skipped without a second report.
+        self._unloaded_definitions: set[str] = set()
 
     # ----------------------------------------------------------------------------------------------- loading
     @classmethod
     def from_path(cls, path: str | Path) -> TraceSet:
-        """Load and cross-check a trace-set folder; raises TraceSetError naming the file, field and expectation."""
+        """Load a trace-set folder. Raises TraceSetError only when ``path`` is not a trace set at all; every
+        problem inside it is recorded in ``problems`` and the rest is loaded."""
         root = Path(path)
         if not root.is_dir():
             raise TraceSetError(root, None, "expected a trace-set folder (with definitions/, solutions/, workloads/)")
-        if not (root / "definitions").is_dir():
-            raise TraceSetError(root, None, "expected a 'definitions' folder inside the trace set")
+        if not any((root / folder).is_dir() for folder in (DEFINITIONS, SOLUTIONS, WORKLOADS, TRACES)):
+            raise TraceSetError(root, None, f"expected a trace set: none of {DEFINITIONS}/, {SOLUTIONS}/, "
+                                f"{WORKLOADS}/ or {TRACES}/ is inside")
         trace_set = cls(root)
-        definition_files: dict[str, Path] = {}
-        for file in sorted((root / "definitions").rglob("*.json")):
-            definition = _validate(Definition, _read_json(file), str(file))
-            if definition.name in definition_files:
-                raise TraceSetError(
-                    file, "name", f"definition name '{definition.name}' is already used by {definition_files[definition.name]}"
-                )
-            definition_files[definition.name] = file
-            trace_set.definitions[definition.name] = definition
-
-        solution_files: dict[str, Path] = {}
-        for file in sorted((root / "solutions").rglob("*.json")) if (root / "solutions").is_dir() else ():
-            solution = _validate(Solution, _read_json(file), str(file))
-            if solution.name in solution_files:
-                raise TraceSetError(
-                    file, "name", f"solution name '{solution.name}' is already used by {solution_files[solution.name]}"
-                )
-            if solution.definition not in trace_set.definitions:
-                raise TraceSetError(file, "definition", f"names unknown definition '{solution.definition}'")
-            solution_files[solution.name] = file
-            trace_set.solutions.setdefault(solution.definition, []).append(solution)
-
-        for file in sorted((root / "workloads").rglob("*.jsonl")) if (root / "workloads").is_dir() else ():
-            seen: dict[str, str] = {}
-            for where, data in _read_jsonl(file, skip_torn_lines=False):
-                trace = _validate(Trace, data, where)
-                trace_set._check_workload(trace, where)
-                if trace.workload.uuid in seen:
-                    raise TraceSetError(where, "workload.uuid", f"uuid '{trace.workload.uuid}' repeats {seen[trace.workload.uuid]}")
-                seen[trace.workload.uuid] = where
-                trace_set.workloads.setdefault(trace.definition, []).append(trace)
-
-        for file in sorted((root / "traces").rglob("*.jsonl")) if (root / "traces").is_dir() else ():
-            for where, data in _read_jsonl(file, skip_torn_lines=True):
-                trace = _validate(Trace, data, where)
-                trace_set.traces.setdefault(trace.definition, []).append(trace)
+        with _collector_paused():
+            trace_set._load_definitions(_files(root, DEFINITIONS, "*.json"))
+            trace_set._load_solutions(_files(root, SOLUTIONS, "*.json"))
+            for file in _files(root, WORKLOADS, "*.jsonl"):
+                trace_set._load_workloads(file)
+            for file in _files(root, TRACES, "*.jsonl"):
+                trace_set._load_traces(file)
         return trace_set
 
-    def _check_workload(self, trace: Trace, where: str) -> None:
-        definition = self.definitions.get(trace.definition)
-        if definition is None:
-            raise TraceSetError(where, "definition", f"names unknown definition '{trace.definition}'")
-        if not trace.is_workload_trace:
-            raise TraceSetError(where, "solution", "a workload trace must have null solution and evaluation")
+    def _problem(self, where: str | Path, field: str | None, expected: str) -> None:
+        self.problems.append(TraceSetError(where, field, expected))
+
+    def _read(self, file: Path) -> bytes | None:
         try:
-            axes = definition.bind_axes(trace.workload.axes)
-        except ValueError as exc:
-            raise TraceSetError(where, "workload.axes", str(exc)) from None
-        for name, spec in trace.workload.inputs.items():
-            field = f"workload.inputs.{name}"
-            if name not in definition.inputs:
-                raise TraceSetError(where, field, f"definition '{definition.name}' has no input '{name}'")
-            tensor = definition.inputs[name]
-            if isinstance(spec, ScalarInput) and tensor.shape is not None:
-                shape = definition.shape_of(tensor, axes)
-                raise TraceSetError(where, field, f"a scalar value was given for a tensor input of shape {list(shape)}")
-            if isinstance(spec, SafetensorsInput) and self.root is not None and not (self.root / spec.path).is_file():
-                raise TraceSetError(where, f"{field}.path", f"safetensors file {self.root / spec.path} does not exist")
+            return file.read_bytes()
+        except OSError as exc:
+            self._problem(file, None, f"cannot be read: {exc.strerror or exc}")
+            return None
+
+    def _load_definitions(self, files: Iterable[Path]) -> None:
+        seen: dict[str, Path] = {}
+        for file in files:
+            text = self._read(file)
+            if text is None:
+                continue
+            try:
+                definition = _parse(Definition, text, str(file))
+            except TraceSetError as exc:
+                self.problems.append(exc)
+                self._unloaded_definitions.add(_declared_name(text) or file.stem)
+                continue
+            if definition.name in seen:
+                self._problem(file, "name", f"definition name '{definition.name}' is already used by {seen[definition.name]}")
+                continue
+            seen[definition.name] = file
+            self.definitions[definition.name] = definition
+
+    def _load_solutions(self, files: Iterable[Path]) -> None:
+        seen: dict[str, Path] = {}
+        for file in files:
+            text = self._read(file)
+            if text is None:
+                continue
+            try:
+                solution = _parse(Solution, text, str(file))
+            except TraceSetError as exc:
+                self.problems.append(exc)
+                continue
+            if solution.name in seen:
+                self._problem(file, "name", f"solution name '{solution.name}' is already used by {seen[solution.name]}")
+            elif solution.definition in self._unloaded_definitions:
+                continue
+            elif solution.definition not in self.definitions:
+                self._problem(file, "definition", f"names unknown definition '{solution.definition}'")
+            else:
+                seen[solution.name] = file
+                self.solutions.setdefault(solution.definition, []).append(solution)
+
+    def _lines(self, file: Path) -> Iterator[tuple[str, bytes]]:
+        text = self._read(file)
+        if text is not None:
+            yield from ((f"{file}:{number}", line) for number, line in jsonl_lines(text))
+
+    def _load_workloads(self, file: Path) -> None:
+        seen: dict[str, str] = {}
+        for where, line in self._lines(file):
+            try:
+                trace = _parse(Trace, line, where)
+            except TraceSetError as exc:
+                self.problems.append(exc)
+                continue
+            if trace.definition in self._unloaded_definitions:
+                continue
+            if trace.definition not in self.definitions:
+                self._problem(where, "definition", f"names unknown definition '{trace.definition}'")
+            elif not trace.is_workload_trace:
+                self._problem(where, "solution", "a workload trace must have null solution and evaluation")
+            elif trace.workload.uuid in seen:
+                self._problem(where, "workload.uuid", f"uuid '{trace.workload.uuid}' repeats {seen[trace.workload.uuid]}")
+            else:
+                seen[trace.workload.uuid] = where
+                self.workloads.setdefault(trace.definition, []).append(trace)
+
+    def _load_traces(self, file: Path) -> None:
+        known = self.definitions
+        append = self.traces.setdefault
+        problems = self.trace_problems
+        shared = _SharedParts()
+        for where, line in self._lines(file):
+            try:
+                trace = Trace.model_validate_json(line)
+            except ValidationError as exc:
+                if _is_torn(exc):
+                    # A crash mid-append leaves a partial line; the next append closed it off (or will).
+                    logger.warning("%s: skipping an incomplete line", where)
+                    continue
+                field, message = describe_validation_error(exc)
+                problems.append(TraceSetError(where, field, message))
+                continue
+            if trace.definition in self._unloaded_definitions:
+                continue
+            if trace.definition not in known:
+                problems.append(TraceSetError(where, "definition", f"names unknown definition '{trace.definition}'"))
+            elif trace.is_workload_trace:
+                problems.append(TraceSetError(where, "evaluation", "a result trace must name a solution and an evaluation"))
+            else:
+                append(trace.definition, []).append(shared.share(trace))
 
     # ---------------------------------------------------------------------------------------------- queries
-    def trace_file(self, definition: str) -> Path:
-        """Where result traces of a definition live: ``traces/<op_type>/<definition>.jsonl``."""
+    def solution(self, name: str) -> Solution | None:
+        """The solution of that name, if the set has one."""
+        for solutions in self.solutions.values():
+            for solution in solutions:
+                if solution.name == name:
+                    return solution
+        return None
+
+    def trace_file(self, trace: Trace) -> Path:
+        """Where a result trace is appended: ``traces/<author>/<op_type>/<definition>.jsonl``, as upstream lays
+        them out (the author is the solution's; ``unknown`` for a solution this set does not hold)."""
         if self.root is None:
             raise ValueError("this trace set has no folder on disk")
-        return self.root / "traces" / self.definitions[definition].op_type / f"{definition}.jsonl"
+        solution = self.solution(trace.solution) if trace.solution is not None else None
+        author = solution.author if solution is not None else "unknown"
+        op_type = self.definitions[trace.definition].op_type
+        return self.root / TRACES / author / op_type / f"{trace.definition}.jsonl"
 
     def copy(self) -> TraceSet:
-        return TraceSet(self.root, self.definitions, self.solutions, self.workloads, self.traces)
+        duplicate = TraceSet(self.root, self.definitions, self.solutions, self.workloads, self.traces)
+        duplicate.problems = list(self.problems)
+        duplicate.trace_problems = list(self.trace_problems)
+        return duplicate
 
     # ---------------------------------------------------------------------------------------------- writing
     def add_trace(self, trace: Trace, *, persist: bool) -> None:
         """Keep a result trace; with ``persist``, append it to its JSONL file at once (flushed and synced)."""
         self.traces.setdefault(trace.definition, []).append(trace)
         if persist:
-            append_jsonl_line(self.trace_file(trace.definition), trace.to_json_line())
+            append_jsonl_line(self.trace_file(trace), trace.to_json_line())
+
+    def add_traces(self, traces: Iterable[Trace]) -> None:
+        """Keep result traces and append each to its file (upstream's ``add_traces``)."""
+        for trace in traces:
+            self.add_trace(trace, persist=self.root is not None)
 
 
-def append_jsonl_line(path: Path, line: str) -> None:
-    """Append one line durably; a torn last line left by an earlier crash is closed off first, never rewritten."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "ab+") as handle:
-        handle.seek(0, os.SEEK_END)
-        prefix = b""
-        if handle.tell() > 0:
-            handle.seek(-1, os.SEEK_END)
-            if handle.read(1) != b"\n":
-                prefix = b"\n"
-        handle.write(prefix + line.encode("utf-8"))
-        handle.flush()
-        os.fsync(handle.fileno())
+class _SharedParts:
+    """Makes equal environments and solution names of one trace file one object each: a leaderboard's trace
+    file repeats a few of them across many thousands of lines."""
+
+    def __init__(self) -> None:
+        self.environments: dict[tuple[str, tuple[tuple[str, str], ...]], Environment] = {}
+        self.names: dict[str, str] = {}
+
+    def share(self, trace: Trace) -> Trace:
+        evaluation = trace.evaluation
+        if evaluation is not None:
+            environment = evaluation.environment
+            key = (environment.hardware, tuple(environment.libs.items()))
+            evaluation.__dict__["environment"] = self.environments.setdefault(key, environment)
+        if trace.solution is not None:
+            trace.__dict__["solution"] = self.names.setdefault(trace.solution, trace.solution)
+        return trace
+
+
+def _declared_name(text: bytes) -> str | None:
+    """The ``name`` a definition file declares, if it is JSON enough to say."""
+    try:
+        name = json.loads(text).get("name")
+    except (ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) else None
+
+
+def _is_torn(exc: ValidationError) -> bool:
+    """A line cut off mid-write fails as JSON, not as a field."""
+    return any(error.get("type") == "json_invalid" for error in exc.errors())

@@ -28,10 +28,14 @@ class SafetensorsInput(_Model):
     tensor_key: NonEmptyStr
 
 
-InputSpec = Annotated[RandomInput | ScalarInput | SafetensorsInput, Field(discriminator="type")]
+#: As upstream, a plain union: ``type`` may be left out and the best-fitting kind is taken.
+InputSpec = RandomInput | SafetensorsInput | ScalarInput
 
 
 class Workload(_Model):
+    """Field order is the order upstream writes: ``axes, inputs, uuid``. Axis lengths are read as upstream
+    reads them: ``7``, ``7.0`` and ``"7"`` are all 7; ``7.5`` and negative lengths are rejected."""
+
+    axes: dict[str, Annotated[int, Field(ge=0)]]
+    inputs: dict[str, InputSpec]
     uuid: NonEmptyStr
-    axes: dict[str, Annotated[int, Field(strict=True, ge=0)]] = Field(default_factory=dict)
-    inputs: dict[str, InputSpec] = Field(default_factory=dict)

@@ -13,7 +13,7 @@ OK = "def run(x, y):\n    return x * 2 + y\n"
 COUNTS_TRACES = (
     "import glob\n"
     "def run(x, y):\n"
-    "    for f in glob.glob('ROOT/traces/*/*.jsonl'):\n"
+    "    for f in glob.glob('ROOT/traces/**/*.jsonl', recursive=True):\n"
     "        print('lines on disk', sum(1 for _ in open(f)))\n"
     "    return x * 2 + y\n"
 )
@@ -27,7 +27,8 @@ def test_run_all_returns_input_plus_new_traces_and_appends_each_at_once(tmp_path
     assert set(result.definitions) == set(trace_set.definitions) and result.workloads == trace_set.workloads
     traces = {t.solution: t for t in result.traces["scale_add"]}
     assert "lines on disk 1" in traces["b_counts"].evaluation.log  # a_ok's trace was on disk before b ran
-    on_disk = (root / "traces" / "elementwise" / "scale_add.jsonl").read_text().splitlines()
+    # upstream's layout: traces/<author>/<op_type>/<definition>.jsonl
+    on_disk = (root / "traces" / "tests" / "elementwise" / "scale_add.jsonl").read_text().splitlines()
     assert [json.loads(line)["solution"] for line in on_disk] == ["a_ok", "b_counts"]
     assert len(TraceSet.from_path(root).traces["scale_add"]) == 2
 
@@ -42,9 +43,9 @@ def test_no_save_results_writes_nothing(tmp_path):
 def test_resume_skips_traced_pairs(tmp_path):
     root = scale_add_set(tmp_path, {"ok": OK}, sizes=(8, 16))
     Benchmark(TraceSet.from_path(root), CONFIG.with_overrides(definitions=["scale_add"])).run_all()
-    (root / "solutions" / "scale_add" / "new.json").write_text(json.dumps(python_solution("new", OK)))
+    (root / "solutions" / "tests" / "elementwise" / "scale_add" / "new.json").write_text(json.dumps(python_solution("new", OK)))
     with_new_workload = workload_line("scale_add", "w32", {"n": 32})
-    with open(root / "workloads" / "scale_add.jsonl", "a") as handle:
+    with open(root / "workloads" / "elementwise" / "scale_add.jsonl", "a") as handle:
         handle.write(with_new_workload)
     trace_set = TraceSet.from_path(root)
     benchmark = Benchmark(trace_set, CONFIG)
@@ -88,3 +89,19 @@ def test_custom_evaluator_is_used_by_workers(tmp_path):
     evaluation = result.traces["scale_add"][0].evaluation
     assert evaluation.status is EvaluationStatus.INCORRECT_NUMERICAL
     assert "custom evaluator said no (7)" in evaluation.log
+
+
+def test_a_workload_that_cannot_run_gets_a_runtime_error_per_solution_and_the_rest_runs(tmp_path):
+    blob = {"x": {"type": "safetensors", "path": "blob/missing.safetensors", "tensor_key": "x"}}
+    root = write_trace_set(tmp_path / "set", [SCALE_ADD], [python_solution("a", OK), python_solution("b", OK)],
+                           {"scale_add": [workload_line("scale_add", "missing", {"n": 4}, blob),
+                                          workload_line("scale_add", "fine", {"n": 4})]})
+    result = Benchmark(TraceSet.from_path(root), CONFIG).run_all(save_results=True)
+    by_key = {(t.workload.uuid, t.solution): t.evaluation for t in result.traces["scale_add"]}
+    for solution in ("a", "b"):
+        evaluation = by_key[("missing", solution)]
+        assert evaluation.status is EvaluationStatus.RUNTIME_ERROR
+        assert "the workload cannot run" in evaluation.log and "missing.safetensors does not exist" in evaluation.log
+        assert evaluation.correctness is None and evaluation.performance is None
+        assert by_key[("fine", solution)].status is EvaluationStatus.PASSED
+    assert len(TraceSet.from_path(root).traces["scale_add"]) == 4

@@ -2,7 +2,7 @@ import json
 import subprocess
 import sys
 
-from helpers import scale_add_set
+from helpers import SCALE_ADD, python_solution, scale_add_set, workload_line, write_trace_set
 
 from flashinfer_bench.cli.main import build_parser, load_config, main
 
@@ -23,12 +23,17 @@ def test_flags_override_the_yaml(tmp_path):
     assert config.use_isolated_runner is False and "moe" in config.op_type_config
 
 
-def test_bad_trace_set_is_one_line_and_status_2(tmp_path, capsys):
-    root = scale_add_set(tmp_path, {"ok": OK})
+def test_a_bad_file_is_one_line_the_rest_runs_and_status_is_2(tmp_path, capsys):
+    root = scale_add_set(tmp_path, {"ok": OK}, sizes=(8,))
+    other = dict(SCALE_ADD, name="other")
+    write_trace_set(root, [other], [python_solution("other_ok", OK, definition="other")],
+                    {"other": [workload_line("other", "o1", {"n": 4})]})
     (root / "definitions" / "elementwise" / "scale_add.json").write_text("{")
-    assert main(["run", "--local", str(root)]) == 2
+    assert main(["run", "--local", str(root), *FAST]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "scale_add.json" in err and "invalid JSON" in err
+    bad_lines = [line for line in err.splitlines() if line.startswith("error: ") and "scale_add.json" in line]
+    assert len(bad_lines) == 1 and "EOF" in bad_lines[0]
+    assert "other / other_ok / o1: PASSED" in err  # the other definition still ran
 
 
 def test_bad_config_is_status_2(tmp_path, capsys):
@@ -46,7 +51,7 @@ def test_run_then_summary_and_best_as_a_user_would(tmp_path):
     assert run.returncode == 0, run.stderr
     assert "[4/4]" in run.stderr and "done: 4 evaluations" in run.stderr  # plain progress lines off a terminal
     assert "good" in run.stdout and "2/2" in run.stdout and "INCORRECT_NUMERICAL 2" in run.stdout
-    lines = (root / "traces" / "elementwise" / "scale_add.jsonl").read_text().splitlines()
+    lines = (root / "traces" / "tests" / "elementwise" / "scale_add.jsonl").read_text().splitlines()
     assert {json.loads(line)["solution"] for line in lines} == {"good", "bad"}
 
     again = subprocess.run([*cli, "run", "--local", str(root), "--resume", *FAST], capture_output=True, text=True,
@@ -57,6 +62,9 @@ def test_run_then_summary_and_best_as_a_user_would(tmp_path):
     assert summary.returncode == 0 and "scale_add" in summary.stdout and "bad" in summary.stdout
     best = subprocess.run([*cli, "best", "--local", str(root)], capture_output=True, text=True, timeout=120)
     assert best.returncode == 0 and "good" in best.stdout and "bad" not in best.stdout
+    for report in ("summary", "best"):  # upstream's spelling
+        same = subprocess.run([*cli, "report", report, "--local", str(root)], capture_output=True, text=True, timeout=120)
+        assert same.returncode == 0 and same.stdout == (summary if report == "summary" else best).stdout
 
 
 def test_missing_folder_is_status_2(tmp_path, capsys):

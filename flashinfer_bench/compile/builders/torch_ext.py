@@ -1,4 +1,4 @@
-"""C++/CUDA solutions with binding "torch" (or none): a torch extension built by ``torch.utils.cpp_extension``.
+"""C++/CUDA solutions with binding "torch": a torch extension built by ``torch.utils.cpp_extension``.
 
 The sources define ``PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)`` and export the entry function under
 the name that ``spec.entry_point`` gives; the builder compiles every .cpp/.cc/.cxx/.c/.cu file

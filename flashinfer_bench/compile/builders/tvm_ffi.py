@@ -1,4 +1,4 @@
-"""C++/CUDA solutions with binding "tvm-ffi": a library built and loaded by apache-tvm-ffi.
+"""C++/CUDA solutions with binding "tvm-ffi" (or none, as upstream): a library built and loaded by apache-tvm-ffi.
 
 The sources export the entry function with ``TVM_FFI_DLL_EXPORT_TYPED_FUNC(<name>, <function>)``;
 the builder returns the module's function of the entry point's name. It takes tensors through

@@ -19,7 +19,7 @@ from flashinfer_bench.data import Definition, EvaluationStatus, Workload
 
 CFG = ResolvedEvalConfig(warmup_runs=1, iterations=3, num_trials=2, rtol=1e-2, atol=1e-2)
 SCALE = Definition.model_validate(SCALE_ADD)
-WORKLOAD = Workload(uuid="w", axes={"n": 64})
+WORKLOAD = Workload(uuid="w", axes={"n": 64}, inputs={})
 
 
 def judge(evaluator, definition, fn, cfg=CFG, workload=WORKLOAD, dps=False):
@@ -175,7 +175,7 @@ SAMPLING = Definition.model_validate({
     "reference": "import torch\ndef run(probs):\n    return torch.multinomial(probs, 1).squeeze(1)\n",
 })
 SAMPLING_CFG = CFG.model_copy(update={"extra": {"sampling_validation_trials": 200, "sampling_tvd_threshold": 0.2}})
-SAMPLING_WORKLOAD = Workload(uuid="s", axes={"batch_size": 16})
+SAMPLING_WORKLOAD = Workload(uuid="s", axes={"batch_size": 16}, inputs={})
 
 
 def test_sampling_judged_by_distribution():
@@ -198,7 +198,7 @@ DSA = Definition.model_validate({
     "reference": ("import torch\ndef run(scores):\n    idx = torch.arange(4, dtype=torch.int32).repeat(scores.shape[0], 1)\n"
                   "    return scores.sum(1), idx\n"),
 })
-DSA_WORKLOAD = Workload(uuid="d", axes={"t": 5})
+DSA_WORKLOAD = Workload(uuid="d", axes={"t": 5}, inputs={})
 
 
 def test_dsa_indices_compared_as_sets():

@@ -1,0 +1,33 @@
+"""JSON Lines as upstream reads and writes them: records separated by ``\\n`` alone, appended durably."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def jsonl_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, line) for each non-blank line.
+
+    Only ``\\n`` ends a record: ``str.splitlines`` would also split on U+2028, U+0085 and others, which JSON
+    strings may hold unescaped. A trailing ``\\r`` (a file edited on Windows) is ignored with the whitespace.
+    """
+    for index, line in enumerate(data.split(b"\n")):
+        if line.strip():
+            yield index + 1, line
+
+
+def append_jsonl_line(path: Path, line: str) -> None:
+    """Append one line durably; a torn last line left by an earlier crash is closed off first, never rewritten."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "ab+") as handle:
+        handle.seek(0, os.SEEK_END)
+        prefix = b""
+        if handle.tell() > 0:
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                prefix = b"\n"
+        handle.write(prefix + line.encode("utf-8"))
+        handle.flush()
+        os.fsync(handle.fileno())
