@@ -42,9 +42,10 @@ def write_trace_set(root: Path, lines: int) -> int:
     path.parent.mkdir(parents=True)
     with open(path, "w", encoding="utf-8") as handle:
         for index in range(lines):
-            workload = Workload(axes={"batch_size": 1 + index % 64},
+            workload_index = index % 1000  # 1000 workloads, each evaluated for 100 solutions
+            workload = Workload(axes={"batch_size": 1 + workload_index % 64},
                                 inputs={"hidden_states": {"type": "random"}, "weight": {"type": "random"}},
-                                uuid=f"{index % 1000:08d}-0000-4000-8000-000000000000")
+                                uuid=f"{workload_index:08d}-0000-4000-8000-000000000000")
             passed = index % 5 != 0
             evaluation = Evaluation(
                 status=EvaluationStatus.PASSED if passed else EvaluationStatus.INCORRECT_NUMERICAL,

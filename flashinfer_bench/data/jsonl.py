@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 
-def jsonl_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, line) for each non-blank line.
+def jsonl_lines(data: bytes | Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, line) for each non-blank line of ``data``: the bytes, or a binary file.
 
-    Only ``\\n`` ends a record: ``str.splitlines`` would also split on U+2028, U+0085 and others, which JSON
-    strings may hold unescaped. A trailing ``\\r`` (a file edited on Windows) is ignored with the whitespace.
+    Only ``\\n`` ends a record (a binary file iterates on ``\\n`` alone): ``str.splitlines`` would also split
+    on U+2028, U+0085 and others, which JSON strings may hold unescaped. Surrounding whitespace, a trailing
+    ``\\r`` from a file edited on Windows included, is ignored by the JSON parser.
     """
-    for index, line in enumerate(data.split(b"\n")):
+    lines = data.split(b"\n") if isinstance(data, bytes) else data
+    for index, line in enumerate(lines):
         if line.strip():
             yield index + 1, line
 

@@ -26,6 +26,7 @@ from flashinfer_bench.data.errors import TraceSetError, describe_validation_erro
 from flashinfer_bench.data.jsonl import append_jsonl_line, jsonl_lines
 from flashinfer_bench.data.solution import Solution
 from flashinfer_bench.data.trace import Environment, Trace
+from flashinfer_bench.data.workload import Workload
 
 logger = logging.getLogger(__name__)
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -159,9 +160,12 @@ class TraceSet:
                 self.solutions.setdefault(solution.definition, []).append(solution)
 
     def _lines(self, file: Path) -> Iterator[tuple[str, bytes]]:
-        text = self._read(file)
-        if text is not None:
-            yield from ((f"{file}:{number}", line) for number, line in jsonl_lines(text))
+        """(file:line, line) for each non-blank line, read as a stream so a large file is never held whole."""
+        try:
+            with open(file, "rb") as handle:
+                yield from ((f"{file}:{number}", line) for number, line in jsonl_lines(handle))
+        except OSError as exc:
+            self._problem(file, None, f"cannot be read: {exc.strerror or exc}")
 
     def _load_workloads(self, file: Path) -> None:
         seen: dict[str, str] = {}
@@ -247,14 +251,22 @@ class TraceSet:
 
 
 class _SharedParts:
-    """Makes equal environments and solution names of one trace file one object each: a leaderboard's trace
-    file repeats a few of them across many thousands of lines."""
+    """Makes equal workloads, environments and solution names of one trace file one object each: a
+    leaderboard's trace file repeats a few of each across many thousands of lines, and holding them once keeps
+    a loaded trace set within a small multiple of the file's size."""
 
     def __init__(self) -> None:
+        self.workloads: dict[tuple[str, str], Workload] = {}
         self.environments: dict[tuple[str, tuple[tuple[str, str], ...]], Environment] = {}
         self.names: dict[str, str] = {}
 
     def share(self, trace: Trace) -> Trace:
+        # Assigned through __dict__: the models are validated already, and pydantic's __setattr__ costs more
+        # than the whole lookup.
+        workload = trace.workload
+        shared = self.workloads.setdefault((trace.definition, workload.uuid), workload)
+        if shared is not workload and _same_workload(shared, workload):
+            trace.__dict__["workload"] = shared
         evaluation = trace.evaluation
         if evaluation is not None:
             environment = evaluation.environment
@@ -263,6 +275,13 @@ class _SharedParts:
         if trace.solution is not None:
             trace.__dict__["solution"] = self.names.setdefault(trace.solution, trace.solution)
         return trace
+
+
+def _same_workload(a: Workload, b: Workload) -> bool:
+    """Equality of two validated workloads, compared field by field at C speed (pydantic's ``==`` is slower)."""
+    if a.axes != b.axes or a.inputs.keys() != b.inputs.keys():
+        return False
+    return all(type(x) is type(y) and x.__dict__ == y.__dict__ for x, y in zip(a.inputs.values(), b.inputs.values()))
 
 
 def _declared_name(text: bytes) -> str | None:

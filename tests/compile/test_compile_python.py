@@ -226,7 +226,8 @@ def test_dependency_name_is_parsed_from_a_requirement(requirement: str, name: st
         ("python", None, build_python),
         ("tilelang", None, build_python),
         ("triton", None, build_triton),
-        ("cpp", None, build_torch_extension),
+        ("cpp", None, build_tvm_ffi),  # upstream's default for C++/CUDA
+        ("cuda", None, build_tvm_ffi),
         ("cuda", "torch", build_torch_extension),
         ("cuda", "tvm-ffi", build_tvm_ffi),
         ("cpp", "tvm-ffi", build_tvm_ffi),
@@ -236,7 +237,7 @@ def test_registry_picks_the_builder_by_language_and_binding(
     language: str, binding: str | None, builder: Any
 ) -> None:
     entry = "main.py::run" if language in ("python", "tilelang", "triton") else "main.cpp::run"
-    spec = make_solution({entry.split("::")[0]: ""}, entry=entry, language=language, binding=binding).spec
+    spec = make_solution({entry.split("::")[0]: "pass"}, entry=entry, language=language, binding=binding).spec
     assert find_builder(spec) is builder
 
 

@@ -123,7 +123,7 @@ def test_cuda_sources_with_a_cpu_only_torch_are_a_build_error(
     (fake_cuda / "bin" / "nvcc").write_text("#!/bin/sh\nexit 1\n")
     monkeypatch.setenv("CUDA_HOME", str(fake_cuda))
     solution = make_solution(
-        {"kernel.cu": "__global__ void k() {}\n"}, entry="kernel.cu::run", language="cuda"
+        {"kernel.cu": "__global__ void k() {}\n"}, entry="kernel.cu::run", language="cuda", binding="torch"
     )
     with pytest.raises(BuildError, match="CPU-only"):
         build_solution(solution, device="cpu", cache_dir=tmp_path / "cache")
