@@ -159,17 +159,18 @@ class TraceSet:
                 seen[solution.name] = file
                 self.solutions.setdefault(solution.definition, []).append(solution)
 
-    def _lines(self, file: Path) -> Iterator[tuple[str, bytes]]:
-        """(file:line, line) for each non-blank line, read as a stream so a large file is never held whole."""
+    def _lines(self, file: Path) -> Iterator[tuple[int, bytes]]:
+        """(line number, line) for each non-blank line, read as a stream so a large file is never held whole."""
         try:
             with open(file, "rb") as handle:
-                yield from ((f"{file}:{number}", line) for number, line in jsonl_lines(handle))
+                yield from jsonl_lines(handle)
         except OSError as exc:
             self._problem(file, None, f"cannot be read: {exc.strerror or exc}")
 
     def _load_workloads(self, file: Path) -> None:
         seen: dict[str, str] = {}
-        for where, line in self._lines(file):
+        for number, line in self._lines(file):
+            where = f"{file}:{number}"
             try:
                 trace = _parse(Trace, line, where)
             except TraceSetError as exc:
@@ -192,25 +193,27 @@ class TraceSet:
         append = self.traces.setdefault
         problems = self.trace_problems
         shared = _SharedParts()
-        for where, line in self._lines(file):
+        validate = Trace.model_validate_json
+        for number, line in self._lines(file):
             try:
-                trace = Trace.model_validate_json(line)
+                trace = validate(line)
             except ValidationError as exc:
                 if _is_torn(exc):
                     # A crash mid-append leaves a partial line; the next append closed it off (or will).
-                    logger.warning("%s: skipping an incomplete line", where)
+                    logger.warning("%s:%d: skipping an incomplete line", file, number)
                     continue
                 field, message = describe_validation_error(exc)
-                problems.append(TraceSetError(where, field, message))
+                problems.append(TraceSetError(f"{file}:{number}", field, message))
                 continue
-            if trace.definition in self._unloaded_definitions:
-                continue
-            if trace.definition not in known:
-                problems.append(TraceSetError(where, "definition", f"names unknown definition '{trace.definition}'"))
-            elif trace.is_workload_trace:
-                problems.append(TraceSetError(where, "evaluation", "a result trace must name a solution and an evaluation"))
-            else:
-                append(trace.definition, []).append(shared.share(trace))
+            if trace.definition in known:
+                if trace.solution is not None and trace.evaluation is not None:
+                    append(trace.definition, []).append(shared.share(trace))
+                else:
+                    problems.append(TraceSetError(f"{file}:{number}", "evaluation",
+                                                  "a result trace must name a solution and hold an evaluation"))
+            elif trace.definition not in self._unloaded_definitions:
+                problems.append(TraceSetError(f"{file}:{number}", "definition",
+                                              f"names unknown definition '{trace.definition}'"))
 
     # ---------------------------------------------------------------------------------------------- queries
     def solution(self, name: str) -> Solution | None:
@@ -281,7 +284,7 @@ def _same_workload(a: Workload, b: Workload) -> bool:
     """Equality of two validated workloads, compared field by field at C speed (pydantic's ``==`` is slower)."""
     if a.axes != b.axes or a.inputs.keys() != b.inputs.keys():
         return False
-    return all(type(x) is type(y) and x.__dict__ == y.__dict__ for x, y in zip(a.inputs.values(), b.inputs.values()))
+    return all(type(x) is type(b.inputs[name]) and x.__dict__ == b.inputs[name].__dict__ for name, x in a.inputs.items())
 
 
 def _declared_name(text: bytes) -> str | None:

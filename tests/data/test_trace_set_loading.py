@@ -1,9 +1,11 @@
+import gc
 import json
 from pathlib import Path
 
 import pytest
 from helpers import SCALE_ADD, python_solution, scale_add_set, workload_line, write_trace_set
 
+from flashinfer_bench.cli.main import main
 from flashinfer_bench.data import Definition, EvaluationStatus, Trace, TraceSet, TraceSetError
 from flashinfer_bench.data.workload_check import check_workload
 
@@ -174,3 +176,37 @@ def test_torn_last_trace_line_is_skipped_and_appending_closes_it(tmp_path):
     lines = trace_file.read_text().splitlines()
     assert len(lines) == 3 and json.loads(lines[2])["evaluation"]["status"] == EvaluationStatus.RUNTIME_ERROR.value
     assert len(TraceSet.from_path(root).traces["scale_add"]) == 2  # the torn line stays in the middle, untouched
+
+
+def _result_line(uuid: str, n: int, solution: str = "s", definition: str = "scale_add") -> str:
+    return json.dumps({
+        "definition": definition, "solution": solution,
+        "workload": {"uuid": uuid, "axes": {"n": n}, "inputs": {"x": {"type": "random"}}},
+        "evaluation": {"status": "RUNTIME_ERROR", "environment": {"hardware": "cpu", "libs": {"torch": "2"}},
+                       "timestamp": "t", "log": "", "correctness": None, "performance": None},
+    }) + "\n"
+
+
+def test_repeated_workloads_and_environments_are_held_once_and_different_ones_are_kept(tmp_path):
+    root = scale_add_set(tmp_path, {})
+    trace_file = root / "traces" / "a" / "elementwise" / "scale_add.jsonl"
+    trace_file.parent.mkdir(parents=True)
+    trace_file.write_text(_result_line("w", 8, "s1") + _result_line("w", 8, "s2") + _result_line("w", 9, "s3"))
+    was_enabled = gc.isenabled()
+    traces = TraceSet.from_path(root).traces["scale_add"]
+    assert gc.isenabled() == was_enabled
+    assert traces[0].workload is traces[1].workload and traces[2].workload.axes == {"n": 9}
+    assert traces[0].evaluation.environment is traces[2].evaluation.environment
+
+
+def test_bad_result_lines_are_skipped_with_a_warning_and_do_not_fail_a_summary(tmp_path, capsys):
+    root = scale_add_set(tmp_path, {})
+    trace_file = root / "traces" / "a" / "elementwise" / "scale_add.jsonl"
+    trace_file.parent.mkdir(parents=True)
+    valid_json_bad_trace = json.dumps({"definition": "scale_add", "solution": "s", "workload": {}})
+    trace_file.write_text(_result_line("w", 8) + valid_json_bad_trace + "\n" + _result_line("w", 8, definition="gone"))
+    trace_set = TraceSet.from_path(root)
+    assert len(trace_set.traces["scale_add"]) == 1 and trace_set.problems == []
+    assert [p.path.rsplit(":", 1)[1] for p in trace_set.trace_problems] == ["2", "3"]
+    assert main(["report", "summary", "--local", str(root)]) == 0
+    assert capsys.readouterr().err.count("warning: skipped a result line") == 2
