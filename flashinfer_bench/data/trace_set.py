@@ -113,25 +113,24 @@ class TraceSet:
     def _problem(self, where: str | Path, field: str | None, expected: str) -> None:
         self.problems.append(TraceSetError(where, field, expected))
 
-    def _read(self, file: Path) -> bytes | None:
-        try:
-            return file.read_bytes()
-        except OSError as exc:
-            self._problem(file, None, f"cannot be read: {exc.strerror or exc}")
-            return None
+    def _documents(self, files: Iterable[Path], model: type[ModelT]) -> Iterator[tuple[Path, ModelT]]:
+        """(file, model) for each JSON file that reads and validates; the others are recorded as problems."""
+        for file in files:
+            try:
+                text = file.read_bytes()
+            except OSError as exc:
+                self._problem(file, None, f"cannot be read: {exc.strerror or exc}")
+                continue
+            try:
+                yield file, _parse(model, text, str(file))
+            except TraceSetError as exc:
+                self.problems.append(exc)
+                if model is Definition:
+                    self._unloaded_definitions.add(_declared_name(text) or file.stem)
 
     def _load_definitions(self, files: Iterable[Path]) -> None:
         seen: dict[str, Path] = {}
-        for file in files:
-            text = self._read(file)
-            if text is None:
-                continue
-            try:
-                definition = _parse(Definition, text, str(file))
-            except TraceSetError as exc:
-                self.problems.append(exc)
-                self._unloaded_definitions.add(_declared_name(text) or file.stem)
-                continue
+        for file, definition in self._documents(files, Definition):
             if definition.name in seen:
                 self._problem(file, "name", f"definition name '{definition.name}' is already used by {seen[definition.name]}")
                 continue
@@ -140,15 +139,7 @@ class TraceSet:
 
     def _load_solutions(self, files: Iterable[Path]) -> None:
         seen: dict[str, Path] = {}
-        for file in files:
-            text = self._read(file)
-            if text is None:
-                continue
-            try:
-                solution = _parse(Solution, text, str(file))
-            except TraceSetError as exc:
-                self.problems.append(exc)
-                continue
+        for file, solution in self._documents(files, Solution):
             if solution.name in seen:
                 self._problem(file, "name", f"solution name '{solution.name}' is already used by {seen[solution.name]}")
             elif solution.definition in self._unloaded_definitions:
