@@ -17,11 +17,17 @@ from flashinfer_bench.data import Definition, DType, SafetensorsInput, ScalarInp
 
 #: Random integer inputs are uniform in this half-open range; index-like inputs should be given explicitly.
 RANDOM_INT_RANGE = (0, 64)
+_DRAWN_DIRECTLY = frozenset({DType.FLOAT32, DType.FLOAT16, DType.BFLOAT16})
+
+
+def stable_seed(*parts: object) -> int:
+    """A 63-bit seed from ``parts``, the same in every process (Python's ``hash`` of a str is not)."""
+    digest = hashlib.sha256("/".join(str(part) for part in parts).encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
 
 def trial_seed(workload: Workload, trial: int) -> int:
-    digest = hashlib.sha256(f"{workload.uuid}/{trial}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+    return stable_seed(workload.uuid, trial)
 
 
 @lru_cache(maxsize=16)
@@ -35,10 +41,13 @@ def _random_tensor(spec: TensorSpec, shape: tuple[int, ...], name: str, definiti
                    device: torch.device, generator: torch.Generator) -> torch.Tensor:
     dtype = DType(spec.dtype)
     if dtype.is_floating and dtype is not DType.FLOAT4_E2M1:
-        values = torch.randn(shape, dtype=torch.float32, device=device, generator=generator)
         if definition.op_type == "sampling" and name == "probs":
-            values = torch.softmax(values, dim=-1)
-        return values.to(dtype.to_torch())
+            values = torch.randn(shape, dtype=torch.float32, device=device, generator=generator)
+            return torch.softmax(values, dim=-1).to(dtype.to_torch())
+        # Drawn in the input's own type (float8 through bfloat16), not in float32 and then cast: for the
+        # gigabyte-sized weights of some definitions that halves the time and the transient memory.
+        drawn = dtype.to_torch() if dtype in _DRAWN_DIRECTLY else torch.bfloat16
+        return torch.randn(shape, dtype=drawn, device=device, generator=generator).to(dtype.to_torch())
     if dtype is DType.FLOAT4_E2M1:
         packed = torch.randint(0, 256, shape, dtype=torch.uint8, device=device, generator=generator)
         return packed.view(dtype.to_torch())
@@ -68,6 +77,12 @@ def generate_inputs(definition: Definition, workload: Workload, trial: int, devi
             values.append(scalar.item())
         else:
             values.append(_random_tensor(spec, shape, name, definition, torch_device, generator))
+    # Constraints on the values of random inputs could not be decided before they were drawn (the others were,
+    # by data.workload_check, before the workload was handed out).
+    violations = definition.constraint_violations(axes, dict(zip(definition.inputs, values, strict=True)))
+    if violations:
+        raise ValueError("the drawn inputs break the definition's constraints (give these inputs in a blob): "
+                         + "; ".join(violations))
     return values
 
 

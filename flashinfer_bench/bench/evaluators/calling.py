@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -25,6 +27,31 @@ class ValueReturning:
     destination_passing_style: bool = False
 
 
+def _by_keyword(fn: Callable[..., Any], names: tuple[str, ...], *args: Any) -> Any:
+    return fn(**dict(zip(names, args, strict=True)))
+
+
+def reference_callee(definition: Definition) -> ValueReturning:
+    """The definition's reference ``run``, called with the inputs in the definition's order.
+
+    A ``run`` whose parameters name the inputs in another order (four MoE definitions of the public dataset
+    take ``routing_bias`` second but list it last) is called by keyword, so each tensor reaches the parameter
+    of its name.
+    """
+    from flashinfer_bench.compile import build_reference
+
+    fn = build_reference(definition)
+    names = tuple(definition.inputs)
+    try:
+        parameters = [p.name for p in inspect.signature(fn).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):  # no introspectable signature: call it as it is
+        return ValueReturning(fn)
+    if parameters[: len(names)] == list(names) or not set(names) <= set(parameters):
+        return ValueReturning(fn)
+    return ValueReturning(functools.partial(_by_keyword, fn, names))
+
+
 class OutputCountError(ValueError):
     """A value-returning call gave a different number of outputs than the definition declares."""
 
@@ -39,6 +66,12 @@ def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+
+
+def written_inputs(names: Sequence[str], pristine: Sequence[Any], used: Sequence[Any]) -> dict[str, Any]:
+    """The tensor inputs a call wrote into, by name, with the values it left in them."""
+    written = set(modified_inputs(names, pristine, used))
+    return {name: value for name, value in zip(names, used, strict=True) if name in written}
 
 
 def modified_inputs(names: Sequence[str], pristine: Sequence[Any], used: Sequence[Any]) -> list[str]:

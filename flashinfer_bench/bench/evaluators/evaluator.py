@@ -24,13 +24,14 @@ from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.evaluators.calling import (
     Callee,
     OutputCountError,
-    ValueReturning,
     clone_inputs,
     invoke,
     modified_inputs,
+    reference_callee,
     same_non_tensor_values,
     timed_call,
     write_values,
+    written_inputs,
 )
 from flashinfer_bench.bench.evaluators.compare import ValueErrors, structure_mismatch, value_errors
 from flashinfer_bench.bench.inputs import generate_inputs
@@ -47,6 +48,9 @@ class Baseline:
     #: The reference that produced ``outputs``, for evaluators that call it again (e.g. to draw samples).
     reference: Callee | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Per trial, the inputs the reference wrote into (in/out buffers, e.g. a cache of intermediate states)
+    #: and the values it left there: a solution must write the same, and may write into no other input.
+    written: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -131,26 +135,31 @@ class Evaluator(ABC):
                        profile: bool = True) -> Baseline:
         """Draw ``num_trials`` input sets and run the reference on each; time it when ``profile``."""
         if reference is None:
-            from flashinfer_bench.compile import build_reference
-
-            reference = ValueReturning(build_reference(definition))
+            reference = reference_callee(definition)
         inputs = [generate_inputs(definition, workload, t, device, trace_set_root) for t in range(cfg.num_trials)]
-        outputs = [invoke(reference, definition, workload, clone_inputs(x), device) for x in inputs]
+        outputs, written = [], []
+        for trial_inputs in inputs:
+            call_inputs = clone_inputs(trial_inputs)
+            outputs.append(invoke(reference, definition, workload, call_inputs, device))
+            written.append(written_inputs(list(definition.inputs), trial_inputs, call_inputs))
         latency = measure_latency_ms(reference, definition, workload, inputs, cfg, device) if profile else None
-        return Baseline(inputs=inputs, outputs=outputs, mean_latency_ms=latency, reference=reference)
+        return Baseline(inputs=inputs, outputs=outputs, mean_latency_ms=latency, reference=reference,
+                        written=written)
 
     @classmethod
     def check_correctness(cls, definition: Definition, sol_runnable: Callee, inputs: list[list[Any]],
                           ref_outputs: list[tuple[Any, ...]], cfg: ResolvedEvalConfig, *, workload: Workload,
                           device: str, baseline: Baseline | None = None) -> CorrectnessResult:
         total = ValueErrors()
-        for trial_inputs, reference in zip(inputs, ref_outputs, strict=True):
+        names = list(definition.inputs)
+        for trial, (trial_inputs, reference) in enumerate(zip(inputs, ref_outputs, strict=True)):
             call_inputs = clone_inputs(trial_inputs)
             try:
                 outputs = invoke(sol_runnable, definition, workload, call_inputs, device)
             except OutputCountError as exc:
                 return CorrectnessResult(EvaluationStatus.INCORRECT_SHAPE, message=str(exc))
-            written = modified_inputs(list(definition.inputs), trial_inputs, call_inputs)
+            in_out = baseline.written[trial] if baseline is not None and baseline.written else {}
+            written = [name for name in modified_inputs(names, trial_inputs, call_inputs) if name not in in_out]
             if written:
                 return CorrectnessResult(EvaluationStatus.INCORRECT_NUMERICAL,
                                          message=f"the solution wrote into its input(s) {written}")
@@ -158,6 +167,8 @@ class Evaluator(ABC):
             if isinstance(judged, CorrectnessResult):
                 return judged
             total = total.merge(judged)
+            for name, expected in in_out.items():  # in/out buffers: what the reference wrote there
+                total = total.merge(value_errors(call_inputs[names.index(name)], expected, cfg.rtol, cfg.atol))
         return cls.verdict(total, cfg)
 
     @classmethod
@@ -219,6 +230,7 @@ class Evaluator(ABC):
                     raise TimedOutputsMismatch(result)
 
         latency = measure_latency_ms(sol_runnable, definition, workload, inputs, cfg, device, verify)
-        reference = ref_mean_latency_ms if ref_mean_latency_ms is not None else float("nan")
-        speedup = reference / latency if latency > 0 else float("nan")
+        # Upstream's convention when the reference was not timed: 0.0 for both (its models reject NaN).
+        reference = ref_mean_latency_ms if ref_mean_latency_ms is not None else 0.0
+        speedup = reference / latency if latency > 0 and reference > 0 else 0.0
         return Performance(latency_ms=latency, reference_latency_ms=reference, speedup_factor=speedup)

@@ -22,6 +22,25 @@ from flashinfer_bench.bench.runner.torch_state import preserved_torch_state
 from flashinfer_bench.data import EvaluationStatus
 
 BASELINES_KEPT = 4
+#: Baselines hold every trial's inputs and outputs: for the gigabyte-sized weights of some MoE definitions,
+#: four of them would crowd out the next workload's, so older ones also go once the total passes this.
+BASELINE_BYTES_KEPT = 1 << 30
+
+
+def tensor_bytes(value: Any) -> int:
+    """Bytes of the tensors in a baseline (or any nesting of lists, tuples, dicts and dataclasses)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.nbytes
+    if isinstance(value, (list, tuple)):
+        return sum(tensor_bytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(tensor_bytes(v) for v in value.values())
+    fields = getattr(value, "__dataclass_fields__", None)
+    if fields is not None:
+        return sum(tensor_bytes(getattr(value, name)) for name in fields)
+    return 0
 
 
 def describe_environment(device: str) -> dict[str, Any]:
@@ -146,20 +165,29 @@ class Worker:
         if key in self.baselines:
             self.baselines.move_to_end(key)
             return self.baselines[key]
-        from flashinfer_bench.bench.evaluators.calling import ValueReturning
-        from flashinfer_bench.compile import build_reference
+        from flashinfer_bench.bench.evaluators.calling import reference_callee
 
+        self.evict_baselines(keep_newest=False)  # before drawing new inputs, not while both are held
         reference = self.references.get(item.definition.name)
         if reference is None:
-            reference = self.references[item.definition.name] = ValueReturning(build_reference(item.definition))
+            reference = self.references[item.definition.name] = reference_callee(item.definition)
         baseline = evaluator.build_baseline(
             item.definition, item.workload, item.config, self.device, trace_set_root=item.trace_set_root,
             reference=reference, profile=item.profile_baseline and item.reference_latency_ms is None,
         )
         self.baselines[key] = baseline
-        while len(self.baselines) > BASELINES_KEPT:
-            self.baselines.popitem(last=False)
+        self.evict_baselines(keep_newest=True)
         return baseline
+
+    def evict_baselines(self, *, keep_newest: bool) -> None:
+        """Drop the oldest baselines beyond BASELINES_KEPT or BASELINE_BYTES_KEPT (the newest one is kept
+        whatever its size when ``keep_newest``: the next solutions of its workload need it)."""
+        floor = 1 if keep_newest else 0
+        while len(self.baselines) > floor and (
+            len(self.baselines) > BASELINES_KEPT
+            or sum(tensor_bytes(b) for b in self.baselines.values()) > BASELINE_BYTES_KEPT
+        ):
+            self.baselines.popitem(last=False)
 
 
 def worker_main(conn: Connection, device: str, cache_dir: str | None) -> None:

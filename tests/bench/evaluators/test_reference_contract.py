@@ -1,0 +1,104 @@
+"""What the public dataset's references need from the harness: in/out buffers, parameters named out of order,
+reproducible sampling verdicts."""
+
+import torch
+
+from flashinfer_bench.bench.config import ResolvedEvalConfig
+from flashinfer_bench.bench.evaluators import DefaultEvaluator, SamplingEvaluator
+from flashinfer_bench.bench.evaluators.calling import ValueReturning, reference_callee
+from flashinfer_bench.data import Definition, EvaluationStatus, Workload
+
+CFG = ResolvedEvalConfig(warmup_runs=0, iterations=1, num_trials=2, rtol=1e-2, atol=1e-2)
+
+#: Like the dataset's gdn_mtp references: ``cache`` is an input the reference writes into (an in/out buffer).
+IN_OUT = Definition.model_validate({
+    "name": "in_out", "op_type": "toy",
+    "axes": {"n": {"type": "var"}},
+    "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "cache": {"shape": ["n"], "dtype": "float32"}},
+    "outputs": {"y": {"shape": ["n"], "dtype": "float32"}},
+    "reference": "def run(x, cache):\n    cache.copy_(x * 3)\n    return x + 1\n",
+})
+WORKLOAD = Workload(uuid="w", axes={"n": 16}, inputs={})
+
+
+def judge(definition, fn, evaluator=DefaultEvaluator, cfg=CFG, workload=WORKLOAD):
+    baseline = evaluator.build_baseline(definition, workload, cfg, "cpu", profile=False)
+    return evaluator.check_correctness(definition, ValueReturning(fn), baseline.inputs, baseline.outputs, cfg,
+                                       workload=workload, device="cpu", baseline=baseline)
+
+
+def test_an_input_the_reference_writes_into_is_judged_like_an_output():
+    def same(x, cache):
+        cache.copy_(x * 3)
+        return x + 1
+
+    def wrong_cache(x, cache):
+        cache.copy_(x * 4)
+        return x + 1
+
+    def no_cache(x, cache):
+        return x + 1
+
+    def also_writes_x(x, cache):
+        cache.copy_(x * 3)
+        y = x + 1
+        x.zero_()
+        return y
+
+    assert judge(IN_OUT, same).passed
+    assert judge(IN_OUT, wrong_cache).status is EvaluationStatus.INCORRECT_NUMERICAL
+    assert judge(IN_OUT, no_cache).status is EvaluationStatus.INCORRECT_NUMERICAL
+    result = judge(IN_OUT, also_writes_x)
+    assert result.status is EvaluationStatus.INCORRECT_NUMERICAL and "['x']" in result.message
+
+
+def test_without_a_baseline_every_write_is_flagged():
+    baseline = DefaultEvaluator.build_baseline(IN_OUT, WORKLOAD, CFG, "cpu", profile=False)
+    assert set(baseline.written[0]) == {"cache"}
+
+    def same(x, cache):
+        cache.copy_(x * 3)
+        return x + 1
+
+    result = DefaultEvaluator.check_correctness(IN_OUT, ValueReturning(same), baseline.inputs, baseline.outputs, CFG,
+                                                workload=WORKLOAD, device="cpu")
+    assert result.status is EvaluationStatus.INCORRECT_NUMERICAL
+
+
+#: Like four MoE definitions of the dataset: ``run`` names ``bias`` second, the definition lists it last.
+PERMUTED = Definition.model_validate({
+    "name": "permuted", "op_type": "toy",
+    "axes": {"n": {"type": "var"}, "m": {"type": "const", "value": 3}},
+    "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "w": {"shape": ["m", "n"], "dtype": "float32"},
+               "bias": {"shape": ["m"], "dtype": "float32"}},
+    "outputs": {"y": {"shape": ["m"], "dtype": "float32"}},
+    "reference": "import torch\n@torch.no_grad()\ndef run(x, bias, w):\n    return w @ x + bias\n",
+})
+
+
+def test_reference_with_parameters_out_of_order_is_called_by_name():
+    x, w, bias = torch.randn(4), torch.randn(3, 4), torch.randn(3)
+    callee = reference_callee(PERMUTED)
+    assert torch.allclose(callee.fn(x, w, bias), w @ x + bias)
+    assert judge(PERMUTED, lambda x, w, bias: w @ x + bias, workload=Workload(uuid="p", axes={"n": 4}, inputs={})).passed
+    in_order = reference_callee(IN_OUT)
+    assert in_order.fn.__name__ == "run"  # no adapter when the order already matches
+
+
+SAMPLING = Definition.model_validate({
+    "name": "sample_v6", "op_type": "sampling",
+    "axes": {"batch_size": {"type": "var"}, "vocab_size": {"type": "const", "value": 6}},
+    "inputs": {"probs": {"shape": ["batch_size", "vocab_size"], "dtype": "float32"}},
+    "outputs": {"samples": {"shape": ["batch_size"], "dtype": "int64"}},
+    "reference": "import torch\ndef run(probs):\n    return torch.multinomial(probs, 1).squeeze(1)\n",
+})
+SAMPLING_CFG = CFG.model_copy(update={"num_trials": 1, "extra": {"sampling_validation_trials": 20}})
+
+
+def test_sampling_verdicts_are_reproducible():
+    workload = Workload(uuid="s", axes={"batch_size": 4}, inputs={})
+    torch.manual_seed(1)
+    first = judge(SAMPLING, lambda p: torch.multinomial(p, 1).squeeze(1), SamplingEvaluator, SAMPLING_CFG, workload)
+    torch.manual_seed(2)  # whatever the global generator's state, the histograms are drawn the same
+    second = judge(SAMPLING, lambda p: torch.multinomial(p, 1).squeeze(1), SamplingEvaluator, SAMPLING_CFG, workload)
+    assert first.passed and first.correctness.extra["tvd"] == second.correctness.extra["tvd"]
