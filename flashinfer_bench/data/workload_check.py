@@ -46,6 +46,7 @@ def check_workload(definition: Definition, workload: Workload, root: str | Path 
     problems: list[WorkloadProblem] = []
     values: dict[str, Any] = {}
     missing_files: dict[str, list[str]] = {}
+    constrained = set().union(*(constraint.names for constraint in definition.parsed_constraints))
     for name in workload.inputs:
         if name not in definition.inputs:
             problems.append(WorkloadProblem(f"workload.inputs.{name}", f"definition '{definition.name}' has no input '{name}'"))
@@ -63,11 +64,12 @@ def check_workload(definition: Definition, workload: Workload, root: str | Path 
                 # Inputs usually share one blob file: a missing file is one problem, naming every input.
                 missing_files.setdefault(missing, []).append(name)
                 continue
-            tensor, problem = read_blob_tensor(source, spec.dtype, shape, root)
+            # Only tensors a constraint reads are loaded; the others are checked from the file's header.
+            tensor, problem = read_blob_tensor(source, spec.dtype, shape, root, load=name in constrained)
             if problem is not None:
                 problems.append(WorkloadProblem(f"{field}.path", problem))
             else:
-                values[name] = tensor
+                values[name] = tensor if tensor is not None else ShapeOnly(shape or ())
         elif shape is not None:
             values[name] = ShapeOnly(shape)
     for message, names in missing_files.items():
@@ -91,9 +93,10 @@ def blob_path(source: SafetensorsInput, root: str | Path | None) -> tuple[Path |
 
 
 def read_blob_tensor(source: SafetensorsInput, dtype: DType, shape: tuple[int, ...] | None,
-                     root: str | Path | None) -> tuple[Any, str | None]:
+                     root: str | Path | None, *, load: bool = True) -> tuple[Any, str | None]:
     """(tensor on the CPU, None), or (None, what is wrong with the blob) for a missing file, a file that is
-    not safetensors, a missing key, or a tensor of another dtype or shape than the definition says."""
+    not safetensors, a missing key, or a tensor of another dtype or shape than the definition says. With
+    ``load`` false only the file's header is read, and a blob without problems gives (None, None)."""
     path, problem = blob_path(source, root)
     if path is None:
         return None, problem
@@ -115,6 +118,6 @@ def read_blob_tensor(source: SafetensorsInput, dtype: DType, shape: tuple[int, .
             if shape is not None and stored_shape != shape:
                 return None, (f"{path}: tensor '{source.tensor_key}' has shape {list(stored_shape)}, the workload's "
                               f"axes give {list(shape)}")
-            return blob.get_tensor(source.tensor_key), None
+            return (blob.get_tensor(source.tensor_key) if load else None), None
     except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
         return None, f"{path} is not a readable safetensors file: {' '.join(str(exc).split())}"
