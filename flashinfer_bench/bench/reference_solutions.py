@@ -19,6 +19,8 @@ from flashinfer_bench.data import Definition
 
 #: Floating outputs of the perturbed copy are multiplied by this.
 PERTURBATION = 1.25
+#: The author of both solutions (a folder name in upstream's layout).
+AUTHOR = "reference"
 
 _PERTURB = '''
 
@@ -69,7 +71,7 @@ def _solution(definition: Definition, name: str, source: str, description: str) 
     return {
         "name": name,
         "definition": definition.name,
-        "author": "flashinfer_bench.bench.reference_solutions",
+        "author": AUTHOR,
         "description": description,
         "spec": {"language": "python", "target_hardware": ["cpu", "cuda"], "entry_point": "main.py::run",
                  "destination_passing_style": False},
@@ -78,10 +80,10 @@ def _solution(definition: Definition, name: str, source: str, description: str) 
 
 
 def write_solutions(root: Path, definition: Definition) -> list[Path]:
-    """Write both solutions under ``root/solutions/<op_type>/<definition>/``."""
+    """Write both solutions where upstream's layout puts them: ``root/solutions/<author>/<op_type>/<definition>/``."""
     paths = []
     for solution in (reference_solution(definition), perturbed_solution(definition)):
-        path = root / "solutions" / definition.op_type / definition.name / f"{solution['name']}.json"
+        path = root / "solutions" / AUTHOR / definition.op_type / definition.name / f"{solution['name']}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(solution, indent=2))
         paths.append(path)
