@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from flashinfer_bench.data import TraceSet
+
 EXIT_PROBLEMS_FOUND = 1
 EXIT_BAD_INPUT = 2
 
@@ -86,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def report_problems(trace_set, console: Console) -> int:
+def report_problems(trace_set: TraceSet) -> int:
     """Print what could not be loaded, one line each; returns how many input files (or lines) had problems.
     Skipped result lines are printed as warnings and not counted: result files are the tool's own output."""
     for problem in trace_set.problems:
@@ -118,7 +120,7 @@ def command_run(args: argparse.Namespace, console: Console) -> int:
     problems = 0
     for trace_set in trace_sets:
         console.print(f"trace set {trace_set.root}", highlight=False)
-        problems += report_problems(trace_set, console)
+        problems += report_problems(trace_set)
         benchmark = Benchmark(trace_set, config, progress=TerminalProgress())
         result = benchmark.run_all(save_results=args.save_results, resume=args.resume)
         new_traces = list(benchmark.iter_new_traces(result))
@@ -139,7 +141,7 @@ def command_summary(args: argparse.Namespace, console: Console, *, best: bool) -
     problems = 0
     for path in args.local:
         trace_set = TraceSet.from_path(path)
-        problems += report_problems(trace_set, console)
+        problems += report_problems(trace_set)
         summaries = summarize(t for traces in trace_set.traces.values() for t in traces)
         if not summaries:
             console.print(f"{path}: no result traces yet (run `flashinfer-bench run --local {path}`)", highlight=False)
