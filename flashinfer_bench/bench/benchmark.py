@@ -149,10 +149,11 @@ class Benchmark:
 
 @cache
 def parent_environment() -> dict[str, Any]:
-    """The environment recorded on verdicts made without a worker: this machine's first device."""
+    """The environment recorded on verdicts made without a worker: the checks ran on this process's CPU, and
+    no GPU was touched (asking for a GPU's name would create a CUDA context in the parent)."""
     from flashinfer_bench.bench.runner.worker import describe_environment
 
-    return describe_environment(available_devices()[0])
+    return describe_environment("cpu")
 
 
 def default_runner(config: BenchmarkConfig) -> Runner:
