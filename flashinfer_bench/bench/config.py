@@ -18,7 +18,8 @@ from flashinfer_bench.data.errors import TraceSetError, describe_validation_erro
 
 PositiveInt = Annotated[int, Field(ge=1)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
-Tolerance = Annotated[float, Field(ge=0)]
+#: Finite: an infinite tolerance would pass every wrong output.
+Tolerance = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Ratio = Annotated[float, Field(gt=0, le=1)]
 
 EVAL_FIELDS = ("warmup_runs", "iterations", "num_trials", "rtol", "atol", "required_matched_ratio", "extra")

@@ -57,6 +57,8 @@ def test_from_yaml_replaces_bundled_defaults(tmp_path):
         ("op_type_config:\n  moe:\n    required_matched_ratio: 1.5\n", "op_type_config.moe.required_matched_ratio",
          "less than or equal to 1"),
         ("iteratoins: 5\n", "iteratoins", "unknown field"),
+        ("rtol: .inf\n", "rtol", "finite number"),
+        ("op_type_config:\n  gemm:\n    atol: .nan\n", "op_type_config.gemm.atol", "finite number"),
         ("definition_config:\n  d:\n    rtoll: 1\n", "definition_config.d.rtoll", "unknown field"),
         ("- a\n- b\n", None, "expected a mapping"),
         ("iterations: [\n", None, "invalid YAML"),
