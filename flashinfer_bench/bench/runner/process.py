@@ -72,6 +72,7 @@ class WorkerProcess:
         """Run one item. A death or a hang is a verdict (RUNTIME_ERROR / TIMEOUT), never an exception."""
         self.conn.send((protocol.EVALUATE, (item, log_path)))
         deadline = time.monotonic() + build_timeout(item, timeout)
+        built = False
         while True:
             ready = wait([self.conn, self.process.sentinel], max(0.0, deadline - time.monotonic()))
             if not ready:
@@ -82,7 +83,10 @@ class WorkerProcess:
                     tag, payload = self.conn.recv()
                 except (EOFError, OSError):
                     return self._died()
-                if tag == protocol.BUILT:
+                if tag == protocol.BUILT and not built:
+                    # The evaluation's deadline is fixed once: solution code runs after this message and could
+                    # send it again to keep extending its own time.
+                    built = True
                     deadline = time.monotonic() + timeout
                 elif tag == protocol.BASELINE:
                     on_baseline(payload)

@@ -123,3 +123,29 @@ def test_torch_settings_changed_by_a_solution_do_not_reach_the_next(tmp_path):
     result = Benchmark(TraceSet.from_path(root), CONFIG).run_all(save_results=False)
     assert {t.solution: t.evaluation.status.value for t in result.traces["scale_add"]} == {
         "a_changes_defaults": "PASSED", "b_ok": "PASSED"}
+
+
+#: Finds the worker's channel and keeps announcing "built", which used to restart the parent's deadline.
+RESTARTS_DEADLINE = (
+    "import gc, time\n"
+    "from multiprocessing.connection import Connection\n"
+    "def run(x, y):\n"
+    "    channels = [o for o in gc.get_objects() if isinstance(o, Connection)]\n"
+    "    for _ in range(24):\n"
+    "        for channel in channels:\n"
+    "            try:\n"
+    "                channel.send(('built', None))\n"
+    "            except Exception:\n"
+    "                pass\n"
+    "        time.sleep(0.5)\n"
+    "    return x * 2 + y\n"
+)
+
+
+@pytest.mark.parametrize("factory", [persistent_runner, isolated_runner], ids=["persistent", "isolated"])
+def test_a_solution_cannot_extend_its_own_deadline(tmp_path, factory):
+    trace_set = TraceSet.from_path(scale_add_set(tmp_path, {"restarts": RESTARTS_DEADLINE}, sizes=(8,)))
+    config = CONFIG.model_copy(update={"timeout_seconds": 3, "num_trials": 1})
+    benchmark = Benchmark(trace_set, config, runner_factory=lambda c: factory(["cpu"], timeout_seconds=c.timeout_seconds))
+    evaluation = benchmark.run_all(save_results=False).traces["scale_add"][0].evaluation
+    assert evaluation.status.value == "TIMEOUT"  # the call takes 12 s; without the fix it PASSED
