@@ -50,6 +50,9 @@ def structure_mismatch(outputs: tuple[Any, ...], references: tuple[Any, ...],
             return EvaluationStatus.INCORRECT_SHAPE, f"output '{name}' has shape {list(out_t.shape)}, expected {list(ref_t.shape)}"
         if isinstance(out, torch.Tensor) and out_t.dtype != ref_t.dtype:
             return EvaluationStatus.INCORRECT_DTYPE, f"output '{name}' has dtype {out_t.dtype}, expected {ref_t.dtype}"
+        if isinstance(out, torch.Tensor) and isinstance(ref, torch.Tensor) and out.device != ref.device:
+            # The device is part of an output's type: a CPU result in a CUDA run is not the kernel's result.
+            return EvaluationStatus.INCORRECT_DTYPE, f"output '{name}' is on {out.device}, expected {ref.device}"
     return None
 
 

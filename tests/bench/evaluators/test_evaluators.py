@@ -14,6 +14,7 @@ from flashinfer_bench.bench.evaluators import (
     resolve_evaluator,
 )
 from flashinfer_bench.bench.evaluators.calling import ValueReturning
+from flashinfer_bench.bench.evaluators.compare import structure_mismatch
 from flashinfer_bench.bench.evaluators.evaluator import TimedOutputsMismatch
 from flashinfer_bench.data import Definition, EvaluationStatus, Workload
 
@@ -225,3 +226,10 @@ def test_writing_into_inputs_is_incorrect_even_with_the_right_answer():
     result = judge(DefaultEvaluator, SCALE, doubles_x_in_place, dps=True)
     assert result.status is EvaluationStatus.INCORRECT_NUMERICAL
     assert "wrote into its input(s) ['x']" in result.message
+
+
+def test_an_output_on_another_device_than_the_reference_is_not_moved_and_passed():
+    reference = torch.ones(4)
+    assert structure_mismatch((torch.ones(4, device="meta"),), (reference,), ["out"]) == (
+        EvaluationStatus.INCORRECT_DTYPE, "output 'out' is on meta, expected cpu")
+    assert judge(DefaultEvaluator, SCALE, lambda x, y: (x * 2 + y).to("meta")).status is EvaluationStatus.INCORRECT_DTYPE
