@@ -3,11 +3,15 @@
 ``<cache_root>/<language>/<content_hash[:20]>/`` holds the solution's sources at their relative
 paths; builders put their artifacts in a sub-folder of it. The folder appears atomically (written
 under a temporary name, then renamed), so a process that sees it sees every source file.
+
+Nothing in it is trusted on reuse: sources are compared with the solution's before use, and a built
+library with the SHA-256 recorded when it was built. An entry that changed is set aside and rebuilt.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
 import tempfile
@@ -47,7 +51,12 @@ def materialize_sources(solution: Solution, cache_root: Path) -> tuple[Path, boo
     """
     target = solution_dir(solution, cache_root)
     if target.is_dir():
-        return target, True
+        if sources_match(solution, target):
+            return target, True
+        # Changed since it was written (a solution with write access to the cache, a disk error): set it
+        # aside, never reuse it, and write the sources afresh.
+        quarantine = Path(tempfile.mkdtemp(prefix=f".{target.name}.changed.", dir=target.parent))
+        os.rename(target, quarantine / target.name)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
@@ -65,6 +74,25 @@ def materialize_sources(solution: Solution, cache_root: Path) -> tuple[Path, boo
     return target, False
 
 
+def sources_match(solution: Solution, directory: Path) -> bool:
+    """Whether every source file in ``directory`` still holds exactly the solution's content."""
+    for source in solution.sources:
+        try:
+            if (directory / source.path).read_text(encoding="utf-8") != source.content:
+                return False
+        except (OSError, UnicodeDecodeError):
+            return False
+    return True
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 @contextmanager
 def exclusive_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` across processes; the OS drops it if the holder dies."""
@@ -78,16 +106,20 @@ def exclusive_lock(path: Path) -> Iterator[None]:
 
 
 def read_artifact(build_dir: Path, name: str) -> Path | None:
-    """The built library recorded for ``name``, if a build finished and the file is still there."""
+    """The built library recorded for ``name``, if a build finished and the file is still the one it wrote
+    (its SHA-256 is in the marker); a changed or missing library means building again."""
     marker = build_dir / f"{name}.artifact"
-    if not marker.is_file():
+    try:
+        relative, _, digest = marker.read_text(encoding="utf-8").strip().partition(" ")
+        artifact = build_dir / relative
+        return artifact if digest and file_digest(artifact) == digest else None
+    except OSError:
         return None
-    artifact = build_dir / marker.read_text(encoding="utf-8").strip()
-    return artifact if artifact.is_file() else None
 
 
 def record_artifact(build_dir: Path, name: str, artifact: Path) -> None:
-    """Mark a build finished; written last and renamed into place, so a reader never sees half a build."""
+    """Mark a build finished, with the library's SHA-256; written last and renamed into place, so a reader
+    never sees half a build."""
     staging = build_dir / f".{name}.artifact.tmp"
-    staging.write_text(str(artifact.relative_to(build_dir)), encoding="utf-8")
+    staging.write_text(f"{artifact.relative_to(build_dir)} {file_digest(artifact)}", encoding="utf-8")
     os.replace(staging, build_dir / f"{name}.artifact")

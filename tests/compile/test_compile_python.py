@@ -275,3 +275,32 @@ def test_importing_the_package_imports_neither_torch_nor_triton() -> None:
         check=True,
     )
     assert result.stdout.split() == ["False", "False"]
+
+
+def test_a_poisoned_cache_entry_is_set_aside_and_never_reused(tmp_path: Path) -> None:
+    solution = make_solution({"main.py": "def run():\n    return 1\n"})
+    folder = build_solution(solution, device="cpu", cache_dir=tmp_path).source_dir
+    (folder / "main.py").write_text("def run():\n    return 666\n")  # what a hostile solution could do
+    code = (
+        "import sys\nfrom flashinfer_bench.compile import build_solution\nfrom flashinfer_bench.data import Solution\n"
+        f"solution = Solution.model_validate_json({solution.model_dump_json()!r})\n"
+        f"runnable = build_solution(solution, device='cpu', cache_dir={str(tmp_path)!r})\n"
+        "print(runnable.fn(), runnable.cached)\n"
+    )
+    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=child_env())
+    assert fresh.stdout.split() == ["1", "False"], fresh.stderr  # rebuilt from the solution, not the poisoned file
+    assert (folder / "main.py").read_text() == "def run():\n    return 1\n"
+    assert any(".changed." in p.name for p in folder.parent.iterdir())  # the changed entry is kept aside
+
+
+def test_a_changed_built_library_is_not_loaded(tmp_path: Path) -> None:
+    build_dir = tmp_path / "build"
+    build_dir.mkdir()
+    library = build_dir / "lib.so"
+    library.write_bytes(b"built")
+    cache.record_artifact(build_dir, "lib", library)
+    assert cache.read_artifact(build_dir, "lib") == library
+    library.write_bytes(b"swapped")
+    assert cache.read_artifact(build_dir, "lib") is None
+    (build_dir / "lib.artifact").write_text("lib.so")  # a marker from before digests were recorded
+    assert cache.read_artifact(build_dir, "lib") is None
