@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 #: The folders of a trace set, as upstream lays them out.
-DEFINITIONS, SOLUTIONS, WORKLOADS, TRACES, BLOBS = "definitions", "solutions", "workloads", "traces", "blob"
+DEFINITIONS, SOLUTIONS, WORKLOADS, TRACES = "definitions", "solutions", "workloads", "traces"
 
 
 def _parse(model: type[ModelT], text: bytes | str, where: str) -> ModelT:
@@ -49,8 +49,10 @@ def _collector_paused() -> Iterator[None]:
     """Loading makes millions of small objects and no reference cycles. With the cyclic garbage collector
     running, each of its passes walks every object made so far, which made loading worse than linear, and the
     first full pass after loading cost as much again. So it is paused while loading, and what was loaded is
-    moved out of its sight (``gc.freeze``); reference counting still frees it all when it is dropped."""
+    moved out of its sight (``gc.freeze``); reference counting still frees it all when it is dropped. Garbage
+    that was waiting for the collector is collected first, so that none of it is frozen with the rest."""
     was_enabled = gc.isenabled()
+    gc.collect()
     gc.disable()
     try:
         yield
@@ -229,6 +231,7 @@ class TraceSet:
         duplicate = TraceSet(self.root, self.definitions, self.solutions, self.workloads, self.traces)
         duplicate.problems = list(self.problems)
         duplicate.trace_problems = list(self.trace_problems)
+        duplicate._unloaded_definitions = set(self._unloaded_definitions)
         return duplicate
 
     # ---------------------------------------------------------------------------------------------- writing
