@@ -7,8 +7,10 @@ a replacement worker from the item alone, so nothing can go stale when it dies.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
+import sys
 import traceback
 from collections import OrderedDict
 from importlib import metadata
@@ -22,6 +24,8 @@ from flashinfer_bench.bench.runner.torch_state import preserved_torch_state
 from flashinfer_bench.data import EvaluationStatus
 
 BASELINES_KEPT = 4
+#: prctl(2) option: the signal this process gets when its parent exits.
+PR_SET_PDEATHSIG = 1
 #: Baselines hold every trial's inputs and outputs: for the gigabyte-sized weights of some MoE definitions,
 #: four of them would crowd out the next workload's, so older ones also go once the total passes this.
 BASELINE_BYTES_KEPT = 1 << 30
@@ -190,8 +194,38 @@ class Worker:
             self.baselines.popitem(last=False)
 
 
+def die_with_parent() -> None:
+    """On Linux, have the kernel SIGKILL this worker when the process that started it exits.
+
+    A worker's parent is the forkserver, which exits when the CLI does, so a worker stuck in solution code
+    (which never reads its channel again) no longer outlives a CLI that was killed. The solution could undo
+    this; containing it for real is the sandbox's job (issue 10)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent is gone already: the signal was never armed
+        os._exit(1)
+    # The forkserver stays up while any process holds the write end of its "alive" pipe, and it hands that end
+    # to every process it forks: a hanging worker would keep its own parent alive. Workers start no processes
+    # through the forkserver, so they let go of it (multiprocessing keeps it in a private attribute).
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    alive = getattr(server, "_forkserver_alive_fd", None)
+    if isinstance(alive, int):
+        with contextlib.suppress(OSError):
+            os.close(alive)
+        server._forkserver_alive_fd = None
+
+
 def worker_main(conn: Connection, device: str, cache_dir: str | None) -> None:
     """Process entry point."""
+    die_with_parent()
     try:
         Worker(conn, device, cache_dir).serve()
     except (EOFError, KeyboardInterrupt, BrokenPipeError):

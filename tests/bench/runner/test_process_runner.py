@@ -1,10 +1,13 @@
 """Real worker processes on the CPU device: every failure mode is a verdict for its own item only."""
 
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
 import torch
-from helpers import SCALE_ADD, python_solution, scale_add_set, workload_line, write_trace_set
+from helpers import SCALE_ADD, child_env, python_solution, scale_add_set, workload_line, write_trace_set
 
 from flashinfer_bench.bench import Benchmark, BenchmarkConfig
 from flashinfer_bench.bench.runner import isolated_runner, persistent_runner
@@ -149,3 +152,35 @@ def test_a_solution_cannot_extend_its_own_deadline(tmp_path, factory):
     benchmark = Benchmark(trace_set, config, runner_factory=lambda c: factory(["cpu"], timeout_seconds=c.timeout_seconds))
     evaluation = benchmark.run_all(save_results=False).traces["scale_add"][0].evaluation
     assert evaluation.status.value == "TIMEOUT"  # the call takes 12 s; without the fix it PASSED
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(") ")[1][0] != "Z"  # a zombie is gone for our purposes
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_hanging_worker_dies_with_a_killed_cli(tmp_path):
+    pid_file = tmp_path / "worker.pid"
+    hangs = (f"import os\ndef run(x, y):\n    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+             "    while True:\n        pass\n")
+    root = scale_add_set(tmp_path / "set", {"hangs": hangs}, sizes=(8,))
+    cli = subprocess.Popen([sys.executable, "-m", "flashinfer_bench.cli.main", "run", "--local", str(root),
+                            "--timeout", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env())
+    try:
+        deadline = time.monotonic() + 120
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        worker = int(pid_file.read_text())
+        assert _alive(worker)
+        cli.send_signal(signal.SIGKILL)
+        cli.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while _alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(worker)
+    finally:
+        cli.kill()
