@@ -7,13 +7,13 @@ replacement for one that died, draws exactly the same tensors for the same trial
 from __future__ import annotations
 
 import hashlib
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from flashinfer_bench.data import Definition, DType, SafetensorsInput, ScalarInput, TensorSpec, Workload
+from flashinfer_bench.data.workload_check import read_blob_tensor
 
 #: Random integer inputs are uniform in this half-open range; index-like inputs should be given explicitly.
 RANDOM_INT_RANGE = (0, 64)
@@ -28,13 +28,6 @@ def stable_seed(*parts: object) -> int:
 
 def trial_seed(workload: Workload, trial: int) -> int:
     return stable_seed(workload.uuid, trial)
-
-
-@lru_cache(maxsize=16)
-def _load_safetensors(path: str, device: str) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
-    return load_file(path, device=device)
 
 
 def _random_tensor(spec: TensorSpec, shape: tuple[int, ...], name: str, definition: Definition,
@@ -88,17 +81,11 @@ def generate_inputs(definition: Definition, workload: Workload, trial: int, devi
 
 def _blob_tensor(source: SafetensorsInput, name: str, spec: TensorSpec, shape: tuple[int, ...] | None,
                  root: str | Path | None, device: str) -> torch.Tensor:
-    path = Path(root or ".") / source.path
-    tensors = _load_safetensors(str(path), device)
-    if source.tensor_key not in tensors:
-        raise ValueError(f"{path}: no tensor '{source.tensor_key}' for input '{name}' (has {sorted(tensors)})")
-    tensor = tensors[source.tensor_key]
-    expected_dtype = DType(spec.dtype).to_torch()
-    if tensor.dtype != expected_dtype:
-        raise ValueError(f"{path}: tensor '{source.tensor_key}' for input '{name}' is {tensor.dtype}, expected {expected_dtype}")
-    if shape is not None and tuple(tensor.shape) != shape:
-        raise ValueError(f"{path}: tensor '{source.tensor_key}' for input '{name}' has shape {list(tensor.shape)}, expected {list(shape)}")
-    return tensor
+    """The blob's tensor on ``device``, after the same checks the parent made (``data.workload_check``)."""
+    tensor, problem = read_blob_tensor(source, DType(spec.dtype), shape, root)
+    if problem is not None:
+        raise ValueError(f"input '{name}': {problem}")
+    return tensor.to(device)
 
 
 def allocate_outputs(definition: Definition, workload: Workload, device: str) -> list[torch.Tensor]:

@@ -59,13 +59,13 @@ def check_workload(definition: Definition, workload: Workload, root: str | Path 
                 problems.append(WorkloadProblem(field, f"a scalar value was given for a tensor input of shape {list(shape)}"))
             values[name] = source.value
         elif isinstance(source, SafetensorsInput):
-            _, missing = blob_path(source, root)
-            if missing is not None:
+            path, missing = blob_path(source, root)
+            if path is None:
                 # Inputs usually share one blob file: a missing file is one problem, naming every input.
                 missing_files.setdefault(missing, []).append(name)
                 continue
             # Only tensors a constraint reads are loaded; the others are checked from the file's header.
-            tensor, problem = read_blob_tensor(source, spec.dtype, shape, root, load=name in constrained)
+            tensor, problem = _read_blob(path, source.tensor_key, spec.dtype, shape, load=name in constrained)
             if problem is not None:
                 problems.append(WorkloadProblem(f"{field}.path", problem))
             else:
@@ -93,13 +93,19 @@ def blob_path(source: SafetensorsInput, root: str | Path | None) -> tuple[Path |
 
 
 def read_blob_tensor(source: SafetensorsInput, dtype: DType, shape: tuple[int, ...] | None,
-                     root: str | Path | None, *, load: bool = True) -> tuple[Any, str | None]:
+                     root: str | Path | None) -> tuple[Any, str | None]:
     """(tensor on the CPU, None), or (None, what is wrong with the blob) for a missing file, a file that is
-    not safetensors, a missing key, or a tensor of another dtype or shape than the definition says. With
-    ``load`` false only the file's header is read, and a blob without problems gives (None, None)."""
+    not safetensors, a missing key, or a tensor of another dtype or shape than the definition says."""
     path, problem = blob_path(source, root)
     if path is None:
         return None, problem
+    return _read_blob(path, source.tensor_key, dtype, shape, load=True)
+
+
+def _read_blob(path: Path, key: str, dtype: DType, shape: tuple[int, ...] | None, *,
+               load: bool) -> tuple[Any, str | None]:
+    """As read_blob_tensor, for a file that exists; with ``load`` false only its header is read, and a blob
+    without problems gives (None, None)."""
     try:
         from safetensors import SafetensorError, safe_open
     except ImportError:  # pragma: no cover - safetensors is a dependency
@@ -107,17 +113,17 @@ def read_blob_tensor(source: SafetensorsInput, dtype: DType, shape: tuple[int, .
     try:
         with safe_open(str(path), framework="pt", device="cpu") as blob:
             keys = list(blob.keys())
-            if source.tensor_key not in keys:
-                return None, f"{path} has no tensor '{source.tensor_key}' (it has {sorted(keys)})"
-            stored = blob.get_slice(source.tensor_key)
+            if key not in keys:
+                return None, f"{path} has no tensor '{key}' (it has {sorted(keys)})"
+            stored = blob.get_slice(key)
             stored_dtype, stored_shape = stored.get_dtype(), tuple(stored.get_shape())
             expected_dtype = SAFETENSORS_DTYPES.get(DType(dtype))
             if stored_dtype != expected_dtype:
-                return None, (f"{path}: tensor '{source.tensor_key}' is {stored_dtype}, the definition says "
+                return None, (f"{path}: tensor '{key}' is {stored_dtype}, the definition says "
                               f"{DType(dtype).value} ({expected_dtype})")
             if shape is not None and stored_shape != shape:
-                return None, (f"{path}: tensor '{source.tensor_key}' has shape {list(stored_shape)}, the workload's "
+                return None, (f"{path}: tensor '{key}' has shape {list(stored_shape)}, the workload's "
                               f"axes give {list(shape)}")
-            return (blob.get_tensor(source.tensor_key) if load else None), None
+            return (blob.get_tensor(key) if load else None), None
     except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
         return None, f"{path} is not a readable safetensors file: {' '.join(str(exc).split())}"
