@@ -49,7 +49,8 @@ def merge_trace_sets(sources: Sequence[str | Path], output: str | Path) -> Merge
     out = Path(output)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise TraceSetError(out, None, "the merge output must be a new or empty folder; nothing was written")
-    loaded = [TraceSet.from_path(source) for source in sources]
+    # Result lines are read below, file by file, so that each keeps its file's place in the layout.
+    loaded = [TraceSet.from_path(source, load_traces=False) for source in sources]
     report = MergeReport()
     for trace_set in loaded:
         report.problems.extend(trace_set.problems)

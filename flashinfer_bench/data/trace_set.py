@@ -93,9 +93,10 @@ class TraceSet:
 
     # ----------------------------------------------------------------------------------------------- loading
     @classmethod
-    def from_path(cls, path: str | Path) -> TraceSet:
+    def from_path(cls, path: str | Path, *, load_traces: bool = True) -> TraceSet:
         """Load a trace-set folder. Raises TraceSetError only when ``path`` is not a trace set at all; every
-        problem inside it is recorded in ``problems`` and the rest is loaded."""
+        problem inside it is recorded in ``problems`` and the rest is loaded. ``load_traces=False`` leaves the
+        result traces on disk (for a caller that reads them itself, file by file)."""
         root = Path(path)
         if not root.is_dir():
             raise TraceSetError(root, None, "expected a trace-set folder (with definitions/, solutions/, workloads/)")
@@ -108,7 +109,7 @@ class TraceSet:
             trace_set._load_solutions(_files(root, SOLUTIONS, "*.json"))
             for file in _files(root, WORKLOADS, "*.jsonl"):
                 trace_set._load_workloads(file)
-            for file in _files(root, TRACES, "*.jsonl"):
+            for file in _files(root, TRACES, "*.jsonl") if load_traces else ():
                 trace_set._load_traces(file)
         return trace_set
 
