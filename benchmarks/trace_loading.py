@@ -3,6 +3,7 @@ project's own format (about 0.9 KB a line, like a leaderboard's), loaded with ``
 summarised as ``flashinfer-bench report summary`` does.
 
     python3 benchmarks/trace_loading.py --lines 10000 30000 100000 [--out results.json]
+    git worktree add /tmp/old d631a02 && python3 benchmarks/trace_loading.py --compare-with /tmp/old
 
 Each size runs in a fresh child process, so peak memory (ru_maxrss) is that load's alone.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -78,10 +80,24 @@ def measure(root: str) -> dict[str, float]:
     }
 
 
+def measure_in_child(folder: str, package_root: str | None) -> tuple[dict[str, float], float]:
+    """(measurement, peak RSS of the imports alone) in fresh processes; ``package_root`` puts another checkout's
+    flashinfer_bench first on the path."""
+    env = dict(os.environ)
+    if package_root:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    baseline = json.loads(subprocess.check_output(
+        [sys.executable, "-c", "import resource, json, flashinfer_bench.data, flashinfer_bench.bench.summary; "
+         "print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))"], env=env))
+    return json.loads(subprocess.check_output([sys.executable, __file__, "--measure", folder], env=env)), baseline
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, nargs="+", default=[10_000, 30_000, 100_000])
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--compare-with", metavar="CHECKOUT",
+                        help="also load with the package of another checkout (e.g. a worktree of an older commit)")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # child mode: measure this folder
     args = parser.parse_args()
     if args.measure:
@@ -91,16 +107,16 @@ def main() -> None:
     for lines in args.lines:
         with tempfile.TemporaryDirectory() as folder:
             size = write_trace_set(Path(folder), lines)
-            baseline = json.loads(subprocess.check_output(
-                [sys.executable, "-c", "import resource, json, flashinfer_bench.data, flashinfer_bench.bench.summary; "
-                 "print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))"]))
-            row = json.loads(subprocess.check_output([sys.executable, __file__, "--measure", folder]))
-            row.update(lines=lines, file_mb=size / 2**20, import_rss_mb=baseline)
-            row["held_mb"] = row["peak_rss_mb"] - baseline
-            results.append(row)
-            print(f"{lines:>7} lines, {row['file_mb']:6.1f} MB: load {row['load_s']:.2f} s, summary {row['summary_s']:.2f} s, "
-                  f"peak RSS {row['peak_rss_mb']:.0f} MB ({row['held_mb']:.0f} MB over the imports, "
-                  f"{row['held_mb'] / row['file_mb']:.1f}x the file)", flush=True)
+            for label, package_root in (("this checkout", None), (args.compare_with, args.compare_with)):
+                if label is None:
+                    continue
+                row, baseline = measure_in_child(folder, package_root)
+                row.update(lines=lines, file_mb=size / 2**20, import_rss_mb=baseline, package=label)
+                row["held_mb"] = row["peak_rss_mb"] - baseline
+                results.append(row)
+                print(f"{label}: {lines:>7} lines, {row['file_mb']:6.1f} MB: load {row['load_s']:.2f} s, summary "
+                      f"{row['summary_s']:.2f} s, peak RSS {row['peak_rss_mb']:.0f} MB ({row['held_mb']:.0f} MB over "
+                      f"the imports, {row['held_mb'] / row['file_mb']:.1f}x the file)", flush=True)
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))
 
