@@ -161,7 +161,7 @@ def main() -> None:
     for kind in ("persistent", "isolated"):
         result = run_child(kind, clean)
         references = result["reference_latency_ms"] or 0.0
-        # reference calls: once per workload for the baseline outputs and timing (persistent), or per item (isolated)
+        # reference calls: once per workload for the baseline outputs and timing (the judge keeps baselines in both)
         reference_s = references * result["calls_per_evaluation"] / 1e3 * args.workloads
         overhead = (result["wall_s"] - result["solution_kernel_s"] - reference_s) / result["evaluations"]
         report[kind] = {"startup_beyond_init_s": result["startup_s"] - init_s,

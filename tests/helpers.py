@@ -71,3 +71,33 @@ def scale_add_set(root: Path, solutions: dict[str, str], sizes: tuple[int, ...] 
         [python_solution(name, source) for name, source in solutions.items()],
         {"scale_add": [workload_line("scale_add", f"w{n}", {"n": n}) for n in sizes]},
     )
+
+
+def evaluation_context(definition: Any, workload: Any, cfg: Any, secret: int = 1) -> Any:
+    """An EvaluationContext on the CPU, with a fixed secret (the same inputs every time)."""
+    from flashinfer_bench.bench.evaluators.context import EvaluationContext
+
+    return EvaluationContext(definition, workload, cfg, "cpu", None, secret)
+
+
+def judged_locally(evaluator: Any, definition: Any, fn: Any, cfg: Any, workload: Any, *, dps: bool = False,
+                   timed: bool = False) -> tuple[Any, Any]:
+    """(correctness, performance) of ``fn`` as the judge's evaluator sees it, the harness run in-process.
+
+    A call that cannot be judged (CallFailed) becomes the CorrectnessResult the judge would record; performance
+    is None unless ``timed`` and correct (a TimedOutputsMismatch propagates)."""
+    from flashinfer_bench.bench.evaluators.calling import ValueReturning, reference_callee
+    from flashinfer_bench.bench.evaluators.evaluator import CorrectnessResult
+    from flashinfer_bench.bench.evaluators.harness import CallFailed
+    from flashinfer_bench.bench.evaluators.solution import LocalSolution
+
+    ctx = evaluation_context(definition, workload, cfg)
+    baseline = evaluator.build_baseline(ctx, reference_callee(definition), profile=timed)
+    solution = LocalSolution(ctx, ValueReturning(fn, destination_passing_style=dps))
+    try:
+        correct = evaluator.check_correctness(ctx, solution, baseline)
+    except CallFailed as exc:
+        return CorrectnessResult(exc.status, message=exc.message), None
+    if not timed or not correct.passed:
+        return correct, None
+    return correct, evaluator.eval_performance(ctx, solution, baseline)

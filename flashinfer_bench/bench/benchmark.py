@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any, Protocol
@@ -84,7 +85,8 @@ class Benchmark:
                  progress: ProgressReporter | None = None):
         self.trace_set = trace_set
         self.config = config or BenchmarkConfig.default()
-        self.runner_factory = runner_factory or default_runner
+        protected = (str(trace_set.root),) if trace_set.root is not None else ()
+        self.runner_factory = runner_factory or functools.partial(default_runner, protected=protected)
         self.progress = progress
 
     def work_groups(self, *, resume: bool = False) -> list[list[WorkItem]]:
@@ -151,12 +153,13 @@ class Benchmark:
 def parent_environment() -> dict[str, Any]:
     """The environment recorded on verdicts made without a worker: the checks ran on this process's CPU, and
     no GPU was touched (asking for a GPU's name would create a CUDA context in the parent)."""
-    from flashinfer_bench.bench.runner.worker import describe_environment
+    from flashinfer_bench.bench.runner.device_setup import describe_environment
 
     return describe_environment("cpu")
 
 
-def default_runner(config: BenchmarkConfig) -> Runner:
+def default_runner(config: BenchmarkConfig, protected: tuple[str, ...] = ()) -> Runner:
+    """The config's runner on every available device; solutions cannot write ``protected`` (the trace set)."""
     devices = available_devices()
     factory = isolated_runner if config.use_isolated_runner else persistent_runner
-    return factory(devices, timeout_seconds=config.timeout_seconds)
+    return factory(devices, timeout_seconds=config.timeout_seconds, protected=protected)

@@ -1,7 +1,9 @@
 """Materialise a workload's inputs on a device: safetensors blobs, scalars, and fresh random draws per trial.
 
-Random inputs come from a generator seeded by (workload uuid, trial), so any worker process, including a
-replacement for one that died, draws exactly the same tensors for the same trial.
+Random inputs come from a generator seeded with one integer: the judge and the worker that calls the solution draw
+exactly the same tensors from the same seed, so the judge can hand the worker a seed instead of the tensors and
+still know what the solution was given. The judge derives seeds from a secret of the run (see
+``evaluators.context``), so no solution can predict the inputs of a later call.
 """
 
 from __future__ import annotations
@@ -26,10 +28,6 @@ def stable_seed(*parts: object) -> int:
     return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
 
-def trial_seed(workload: Workload, trial: int) -> int:
-    return stable_seed(workload.uuid, trial)
-
-
 def _random_tensor(spec: TensorSpec, shape: tuple[int, ...], name: str, definition: Definition,
                    device: torch.device, generator: torch.Generator) -> torch.Tensor:
     dtype = DType(spec.dtype)
@@ -50,13 +48,18 @@ def _random_tensor(spec: TensorSpec, shape: tuple[int, ...], name: str, definiti
     return torch.randint(low, high, shape, dtype=dtype.to_torch(), device=device, generator=generator)
 
 
-def generate_inputs(definition: Definition, workload: Workload, trial: int, device: str,
-                    root: str | Path | None) -> list[Any]:
-    """The definition's inputs, in order, for one trial of a workload."""
+#: Blob tensors read from disk, by (file, key, device): a worker drawing fresh inputs for every timed call reads
+#: each blob once.
+BlobCache = dict[tuple[str, str, str], torch.Tensor]
+
+
+def generate_inputs(definition: Definition, workload: Workload, seed: int, device: str,
+                    root: str | Path | None, blobs: BlobCache | None = None) -> list[Any]:
+    """The definition's inputs, in order, drawn from ``seed`` (blob tensors are copies, never ``blobs``' own)."""
     axes = definition.bind_axes(workload.axes)
     torch_device = torch.device(device)
     generator = torch.Generator(device=torch_device)
-    generator.manual_seed(trial_seed(workload, trial))
+    generator.manual_seed(seed)
     values: list[Any] = []
     for name, spec in definition.inputs.items():
         source = workload.inputs.get(name)
@@ -64,7 +67,7 @@ def generate_inputs(definition: Definition, workload: Workload, trial: int, devi
         if isinstance(source, ScalarInput):
             values.append(source.value)
         elif isinstance(source, SafetensorsInput):
-            values.append(_blob_tensor(source, name, spec, shape, root, device))
+            values.append(_blob_tensor(source, name, spec, shape, root, device, blobs))
         elif shape is None:
             scalar = _random_tensor(spec, (), name, definition, torch_device, generator)
             values.append(scalar.item())
@@ -80,12 +83,19 @@ def generate_inputs(definition: Definition, workload: Workload, trial: int, devi
 
 
 def _blob_tensor(source: SafetensorsInput, name: str, spec: TensorSpec, shape: tuple[int, ...] | None,
-                 root: str | Path | None, device: str) -> torch.Tensor:
+                 root: str | Path | None, device: str, blobs: BlobCache | None) -> torch.Tensor:
     """The blob's tensor on ``device``, after the same checks the parent made (``data.workload_check``)."""
+    key = (str(source.path), source.tensor_key, device)
+    if blobs is not None and key in blobs:
+        return blobs[key].clone()
     tensor, problem = read_blob_tensor(source, DType(spec.dtype), shape, root)
     if problem is not None:
         raise ValueError(f"input '{name}': {problem}")
-    return tensor.to(device)
+    tensor = tensor.to(device)
+    if blobs is None:
+        return tensor
+    blobs[key] = tensor
+    return tensor.clone()
 
 
 def allocate_outputs(definition: Definition, workload: Workload, device: str) -> list[torch.Tensor]:

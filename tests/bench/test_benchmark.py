@@ -71,12 +71,12 @@ class MarksEverythingWrong(DefaultEvaluator):
         return definition.op_type == "custom"
 
     @classmethod
-    def check_correctness(cls, definition, sol_runnable, inputs, ref_outputs, cfg, **kwargs):
-        threshold = cfg.extra.get("my_param", 0)
+    def check_correctness(cls, ctx, solution, baseline):
+        threshold = ctx.config.extra.get("my_param", 0)
         return CorrectnessResult(EvaluationStatus.INCORRECT_NUMERICAL, message=f"custom evaluator said no ({threshold})")
 
 
-def test_custom_evaluator_is_used_by_workers(tmp_path):
+def test_custom_evaluator_is_used_by_judges(tmp_path):
     definition = dict(SCALE_ADD, op_type="custom")
     root = write_trace_set(tmp_path, [definition], [python_solution("ok", OK)],
                            {"scale_add": [workload_line("scale_add", "w", {"n": 8})]})

@@ -126,7 +126,3 @@ def write_values(into: Sequence[Any], source: Sequence[Any]) -> None:
         if isinstance(dst, torch.Tensor):
             dst.copy_(src)
 
-
-def same_non_tensor_values(a: Sequence[Any], b: Sequence[Any]) -> bool:
-    """True when the two input lists differ in tensor values at most."""
-    return all(isinstance(x, torch.Tensor) or x == y for x, y in zip(a, b, strict=True))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from flashinfer_bench.bench.evaluators.slot import TensorLayout
 from flashinfer_bench.data import EvaluationStatus
 
 
@@ -39,20 +41,21 @@ def as_tensor(value: Any) -> torch.Tensor:
     return value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
 
 
-def structure_mismatch(outputs: tuple[Any, ...], references: tuple[Any, ...],
-                       names: list[str]) -> tuple[EvaluationStatus, str] | None:
-    """INCORRECT_SHAPE or INCORRECT_DTYPE with a message, or None when every output is shaped and typed right."""
-    for name, out, ref in zip(names, outputs, references, strict=True):
-        if not isinstance(out, torch.Tensor) and isinstance(ref, torch.Tensor):
-            return EvaluationStatus.INCORRECT_SHAPE, f"output '{name}' is {type(out).__name__}, expected a tensor"
-        out_t, ref_t = as_tensor(out), as_tensor(ref)
-        if tuple(out_t.shape) != tuple(ref_t.shape):
-            return EvaluationStatus.INCORRECT_SHAPE, f"output '{name}' has shape {list(out_t.shape)}, expected {list(ref_t.shape)}"
-        if isinstance(out, torch.Tensor) and out_t.dtype != ref_t.dtype:
-            return EvaluationStatus.INCORRECT_DTYPE, f"output '{name}' has dtype {out_t.dtype}, expected {ref_t.dtype}"
-        if isinstance(out, torch.Tensor) and isinstance(ref, torch.Tensor) and out.device != ref.device:
-            # The device is part of an output's type: a CPU result in a CUDA run is not the kernel's result.
-            return EvaluationStatus.INCORRECT_DTYPE, f"output '{name}' is on {out.device}, expected {ref.device}"
+def output_mismatch(outputs: Sequence[Any], expected: Sequence[TensorLayout],
+                    device: str) -> tuple[EvaluationStatus, str] | None:
+    """INCORRECT_SHAPE or INCORRECT_DTYPE with a message, or None when every output is a tensor of the
+    definition's shape and dtype on the evaluation's device (the device is part of an output's type: a CPU
+    result in a CUDA run is not the kernel's result)."""
+    where = torch.device(device)
+    for out, spec in zip(outputs, expected, strict=True):
+        if not isinstance(out, torch.Tensor):
+            return EvaluationStatus.INCORRECT_SHAPE, f"output '{spec.name}' is {type(out).__name__}, expected a tensor"
+        if tuple(out.shape) != spec.shape:
+            return EvaluationStatus.INCORRECT_SHAPE, f"output '{spec.name}' has shape {list(out.shape)}, expected {list(spec.shape)}"
+        if out.dtype != spec.dtype:
+            return EvaluationStatus.INCORRECT_DTYPE, f"output '{spec.name}' has dtype {out.dtype}, expected {spec.dtype}"
+        if out.device.type != where.type or (where.index is not None and out.device.index != where.index):
+            return EvaluationStatus.INCORRECT_DTYPE, f"output '{spec.name}' is on {out.device}, expected {where}"
     return None
 
 

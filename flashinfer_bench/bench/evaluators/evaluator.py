@@ -1,46 +1,52 @@
 """The Evaluator interface: how a family of definitions is judged (baseline, correctness, performance).
 
-A worker process calls, per (solution, workload): ``build_baseline`` once per workload (the reference's outputs
-for ``num_trials`` fresh input draws, and optionally its latency), then ``check_correctness`` and, when that
-passes, ``eval_performance``. Exceptions raised by solution code propagate to the worker, which turns them
-into RUNTIME_ERROR / COMPILE_ERROR; an evaluator only decides verdicts.
+Evaluators run in the judge process, where no solution code runs (see docs/security.md). Per workload the
+judge builds a ``Baseline`` (the reference's outputs for ``num_trials`` input draws, and optionally its
+latency); per (solution, workload) it calls ``check_correctness`` and, when that passes, ``eval_performance``.
+Both take the ``EvaluationContext`` and a ``SolutionHandle``: the solution is only ever asked for calls by
+input seed, and answers with bytes the judge reads as the tensors it expects.
 
-Timing does not trust the solution either: between timed calls the input tensors take two trials' values in
-turn (written outside the timed span), and one more call on the same tensors after timing must match the
-reference for the values it was given. A solution that hands back results kept from an earlier call on the
-same tensors, or skips the work when it sees them again, fails with ``TimedOutputsMismatch`` instead of
-reporting a fantasy speed-up.
+Timing does not trust the solution either. Every timed call gets fresh inputs, drawn from a seed derived from
+the run's secret and handed over only when the call is made, so no value-keyed cache ever hits and no call
+can be told from another in advance. After each call the judge decides, at random, whether to check its
+outputs against the reference on the same inputs (``TimedCheck``); a wrong one fails the evaluation with
+``TimedOutputsMismatch``. The judge also clocks every call itself and does not believe a claimed latency that
+its own clock says is impossible (``TimedSchedule.latency_ms``).
 """
 
 from __future__ import annotations
 
+import secrets
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from statistics import fmean
+from statistics import fmean, median
 from typing import Any
 
+import torch
+
 from flashinfer_bench.bench.config import ResolvedEvalConfig
-from flashinfer_bench.bench.evaluators.calling import (
-    Callee,
-    OutputCountError,
-    clone_inputs,
-    invoke,
-    modified_inputs,
-    reference_callee,
-    same_non_tensor_values,
-    timed_call,
-    write_values,
-    written_inputs,
-)
-from flashinfer_bench.bench.evaluators.compare import ValueErrors, structure_mismatch, value_errors
-from flashinfer_bench.bench.inputs import generate_inputs
-from flashinfer_bench.data import Correctness, Definition, EvaluationStatus, Performance, Workload
+from flashinfer_bench.bench.evaluators.calling import Callee, clone_inputs, invoke, timed_call, written_inputs
+from flashinfer_bench.bench.evaluators.compare import ValueErrors, output_mismatch, value_errors
+from flashinfer_bench.bench.evaluators.context import EvaluationContext
+from flashinfer_bench.bench.evaluators.harness import CallFailed, TimingClaim
+from flashinfer_bench.bench.evaluators.slot import output_layouts
+from flashinfer_bench.bench.evaluators.solution import SolutionHandle
+from flashinfer_bench.data import Correctness, Definition, EvaluationStatus, Performance
+
+#: Each timed call's outputs are checked with this probability, decided after the call (``extra``:
+#: ``timed_check_probability``); a session with no check so far checks its last call.
+DEFAULT_TIMED_CHECK_PROBABILITY = 0.125
+#: A claimed latency under this fraction of what the judge's clock allows, less PLAUSIBILITY_SLACK_MS, is
+#: not believed (see TimedSchedule.latency_ms).
+PLAUSIBLE_FRACTION = 0.5
+PLAUSIBILITY_SLACK_MS = 0.5
 
 
 @dataclass
 class Baseline:
-    """Reference results for one workload: per trial, the inputs drawn and the reference's outputs."""
+    """Reference results for one workload: per trial, the inputs drawn (from ``ctx.trial_seed``) and the
+    reference's outputs."""
 
     inputs: list[list[Any]]
     outputs: list[tuple[Any, ...]]
@@ -65,58 +71,114 @@ class CorrectnessResult:
 
 
 class TimedOutputsMismatch(Exception):
-    """A call on the timed tensors gave outputs that do not match the reference for the values it was given."""
+    """A timed call's outputs do not match the reference for the inputs it was given."""
 
     def __init__(self, result: CorrectnessResult) -> None:
         super().__init__(result.message)
         self.result = result
 
 
-#: ``verify(k, outputs)``: judge a timed call's outputs, given trial k's input values; raises on a mismatch.
-Verify = Callable[[int, tuple[Any, ...]], None]
+@dataclass(frozen=True)
+class PerformanceResult:
+    performance: Performance
+    #: What the judge noticed while timing (e.g. a claimed latency it did not believe), for the trace's log.
+    notes: list[str] = field(default_factory=list)
 
 
-class _AlternatingValues:
-    """Before each call, writes into the timed input tensors the values of whichever of two trials the previous
-    call did not see (the first call sees ``sources[0]``), and remembers which trial the next call sees."""
+class TimedCheck:
+    """Checks the outputs of the timed calls the schedule picks: the reference is run on the same inputs."""
 
-    def __init__(self, live: list[Any], inputs: list[list[Any]], sources: tuple[int, int]) -> None:
-        self.live, self.inputs, self.sources = live, inputs, sources
-        self.given = sources[1]
+    def __init__(self, evaluator: type[Evaluator], ctx: EvaluationContext, baseline: Baseline) -> None:
+        self.evaluator, self.ctx, self.baseline = evaluator, ctx, baseline
+        self.probability = float(ctx.config.extra.get("timed_check_probability", DEFAULT_TIMED_CHECK_PROBABILITY))
 
-    def __call__(self, _: int) -> None:
-        self.write(self.sources[0] if self.given == self.sources[1] else self.sources[1])
+    def check(self, inputs: list[Any], outputs: tuple[torch.Tensor, ...]) -> CorrectnessResult | None:
+        assert self.baseline.reference is not None
+        ctx = self.ctx
+        reference = invoke(self.baseline.reference, ctx.definition, ctx.workload, clone_inputs(inputs), ctx.device)
+        return self.evaluator.check_timed_outputs(ctx.definition, outputs, reference, ctx.config)
 
-    def write(self, trial: int) -> None:
-        self.given = trial
-        write_values(self.live, self.inputs[trial])
+    def finish(self) -> CorrectnessResult | None:
+        """A verdict over all the checked calls together, for checks that need many (sampling)."""
+        return None
 
 
-def measure_latency_ms(callee: Callee, definition: Definition, workload: Workload, inputs: list[list[Any]],
-                       cfg: ResolvedEvalConfig, device: str, verify: Verify | None = None) -> float:
-    """Mean over trials of the median time of one call, each trial on private copies of its inputs.
+class TimedSchedule:
+    """The judge's side of one timing loop: hands out a fresh seed per call, picks calls to check after they
+    ran, checks them, and clocks each call from the moment its seed is handed out until it is reported done."""
 
-    With ``verify`` and two or more trials, the timed tensors of trial t take the values of trial t and trial
-    t + 1 in turn (see the module docstring); after timing, one more call on the same tensors gets trial
-    t + 1's values (the first call had trial t's), and ``verify`` judges its outputs. The solution cannot tell
-    that call from a timed one, and a result kept from the first call belongs to other values.
-    """
+    def __init__(self, ctx: EvaluationContext, check: TimedCheck, session: int, warmup: int, iterations: int) -> None:
+        self.ctx, self.check, self.session = ctx, check, session
+        self.warmup, self.calls = warmup, warmup + iterations
+        self.random = secrets.SystemRandom()
+        self.seeds: list[int] = []
+        self.issued_at: list[float] = []
+        self.wall_ms: list[float] = []
+        self.input_ms: list[float] = []
+        self.checked = 0
+        self.failure: CorrectnessResult | None = None
+
+    def _issue(self) -> int:
+        seed = self.ctx.seed_for("timed", self.session, len(self.seeds))
+        self.seeds.append(seed)
+        self.issued_at.append(time.perf_counter())
+        return seed
+
+    def first_seed(self) -> int:
+        return self._issue()
+
+    def next_seed(self) -> int:
+        return self._issue()
+
+    def on_done(self, index: int) -> bool:
+        if index != len(self.wall_ms) or index >= len(self.seeds):
+            raise CallFailed(EvaluationStatus.RUNTIME_ERROR, f"the timing loop reported call {index} out of order")
+        self.wall_ms.append((time.perf_counter() - self.issued_at[index]) * 1e3)
+        last = index + 1 >= self.calls
+        return self.random.random() < self.check.probability or (last and self.checked == 0)
+
+    def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...]) -> bool:
+        start = time.perf_counter()
+        inputs = self.ctx.inputs(self.seeds[index])
+        self.input_ms.append((time.perf_counter() - start) * 1e3)
+        self.checked += 1
+        result = self.check.check(inputs, outputs)
+        if result is not None and not result.passed:
+            self.failure = result
+            return False
+        return True
+
+    def latency_ms(self, claim: TimingClaim) -> tuple[float, list[str]]:
+        """The latency to record, and a note when the claim is not believed.
+
+        Each call's wall time on the judge's clock (seed handed out to call reported done) bounds what the call
+        can have taken, less the time to draw its inputs (measured here on the same device). A claimed median
+        above that bound is impossible; one under PLAUSIBLE_FRACTION of it (less PLAUSIBILITY_SLACK_MS for the
+        flush, the channel and the host) is not believed either. Either way the judge's bound is recorded.
+        """
+        samples = claim.samples_ms
+        done = len(self.wall_ms)
+        if not samples or len(samples) > done - self.warmup or not all(0.0 < s < float("inf") for s in samples):
+            raise CallFailed(EvaluationStatus.RUNTIME_ERROR,
+                             f"the solution's process reported {len(samples)} timing samples for {done} calls, "
+                             "or samples that are not positive and finite")
+        claimed = median(samples)
+        bound = max(median(self.wall_ms[self.warmup:] or self.wall_ms) - median(self.input_ms or [0.0]), 0.0)
+        if claimed > bound * 1.05 + 0.05 or claimed < PLAUSIBLE_FRACTION * bound - PLAUSIBILITY_SLACK_MS:
+            return bound, [f"timing: the solution's process claimed {claimed:.4f} ms per call, the judge's clock "
+                           f"{bound:.4f} ms; recorded the judge's ({claim.method} claim not believed)"]
+        return claimed, []
+
+
+def measure_reference_latency_ms(reference: Callee, ctx: EvaluationContext, inputs: list[list[Any]]) -> float:
+    """Mean over trials of the reference's median time, each trial on private copies of its inputs."""
     from flashinfer_bench.testing import bench_gpu_time_detailed
 
     medians = []
-    for t, trial_inputs in enumerate(inputs):
-        live = clone_inputs(trial_inputs)
-        call, latest_outputs = timed_call(callee, definition, workload, live, device)
-        other = (t + 1) % len(inputs)
-        alternate = None
-        if verify is not None and other != t and same_non_tensor_values(trial_inputs, inputs[other]):
-            alternate = _AlternatingValues(live, inputs, (t, other))
-        result = bench_gpu_time_detailed(call, num_iters=cfg.iterations, dry_run_iters=cfg.warmup_runs,
-                                         device=device, before_each=alternate)
-        if verify is not None and alternate is not None:
-            alternate.write(other)
-            call()
-            verify(alternate.given, latest_outputs())
+    for trial_inputs in inputs:
+        call, _ = timed_call(reference, ctx.definition, ctx.workload, clone_inputs(trial_inputs), ctx.device)
+        result = bench_gpu_time_detailed(call, num_iters=ctx.config.iterations, dry_run_iters=ctx.config.warmup_runs,
+                                         device=ctx.device)
         medians.append(result.median_ms)
     return fmean(medians)
 
@@ -130,57 +192,45 @@ class Evaluator(ABC):
         """True for the definitions this evaluator judges."""
 
     @classmethod
-    def build_baseline(cls, definition: Definition, workload: Workload, cfg: ResolvedEvalConfig, device: str, *,
-                       trace_set_root: str | None = None, reference: Callee | None = None,
-                       profile: bool = True) -> Baseline:
+    def build_baseline(cls, ctx: EvaluationContext, reference: Callee, *, profile: bool = True) -> Baseline:
         """Draw ``num_trials`` input sets and run the reference on each; time it when ``profile``."""
-        if reference is None:
-            reference = reference_callee(definition)
-        inputs = [generate_inputs(definition, workload, t, device, trace_set_root) for t in range(cfg.num_trials)]
+        layouts = output_layouts(ctx.definition, ctx.workload)
+        inputs = [ctx.inputs(ctx.trial_seed(t)) for t in range(ctx.config.num_trials)]
         outputs, written = [], []
         for trial_inputs in inputs:
             call_inputs = clone_inputs(trial_inputs)
-            outputs.append(invoke(reference, definition, workload, call_inputs, device))
-            written.append(written_inputs(list(definition.inputs), trial_inputs, call_inputs))
-        latency = measure_latency_ms(reference, definition, workload, inputs, cfg, device) if profile else None
-        return Baseline(inputs=inputs, outputs=outputs, mean_latency_ms=latency, reference=reference,
-                        written=written)
+            trial_outputs = invoke(reference, ctx.definition, ctx.workload, call_inputs, ctx.device)
+            mismatch = output_mismatch(trial_outputs, layouts, ctx.device)
+            if mismatch is not None:
+                raise ValueError(f"the reference does not keep to its definition: {mismatch[1]}")
+            outputs.append(trial_outputs)
+            written.append(written_inputs(ctx.input_names, trial_inputs, call_inputs))
+        latency = measure_reference_latency_ms(reference, ctx, inputs) if profile else None
+        return Baseline(inputs=inputs, outputs=outputs, mean_latency_ms=latency, reference=reference, written=written)
 
     @classmethod
-    def check_correctness(cls, definition: Definition, sol_runnable: Callee, inputs: list[list[Any]],
-                          ref_outputs: list[tuple[Any, ...]], cfg: ResolvedEvalConfig, *, workload: Workload,
-                          device: str, baseline: Baseline | None = None) -> CorrectnessResult:
+    def check_correctness(cls, ctx: EvaluationContext, solution: SolutionHandle, baseline: Baseline) -> CorrectnessResult:
+        """Each trial's inputs through the solution, its outputs against the reference's. CallFailed (an
+        exception in solution code, outputs of the wrong structure) propagates to the judge."""
         total = ValueErrors()
-        names = list(definition.inputs)
-        for trial, (trial_inputs, reference) in enumerate(zip(inputs, ref_outputs, strict=True)):
-            call_inputs = clone_inputs(trial_inputs)
-            try:
-                outputs = invoke(sol_runnable, definition, workload, call_inputs, device)
-            except OutputCountError as exc:
-                return CorrectnessResult(EvaluationStatus.INCORRECT_SHAPE, message=str(exc))
-            in_out = baseline.written[trial] if baseline is not None and baseline.written else {}
-            written = [name for name in modified_inputs(names, trial_inputs, call_inputs) if name not in in_out]
+        for trial, reference in enumerate(baseline.outputs):
+            in_out = baseline.written[trial] if baseline.written else {}
+            result = solution.call(ctx.trial_seed(trial), return_inputs=list(in_out))
+            written = [name for name in result.wrote if name not in in_out]
             if written:
                 return CorrectnessResult(EvaluationStatus.INCORRECT_NUMERICAL,
                                          message=f"the solution wrote into its input(s) {written}")
-            judged = cls.output_errors(definition, outputs, reference, cfg)
-            if isinstance(judged, CorrectnessResult):
-                return judged
-            total = total.merge(judged)
+            total = total.merge(cls.output_errors(ctx.definition, result.outputs[0], reference, ctx.config))
             for name, expected in in_out.items():  # in/out buffers: what the reference wrote there
-                total = total.merge(value_errors(call_inputs[names.index(name)], expected, cfg.rtol, cfg.atol))
-        return cls.verdict(total, cfg)
+                total = total.merge(value_errors(result.returned[name], expected, ctx.config.rtol, ctx.config.atol))
+        return cls.verdict(total, ctx.config)
 
     @classmethod
     def output_errors(cls, definition: Definition, outputs: tuple[Any, ...], reference: tuple[Any, ...],
-                      cfg: ResolvedEvalConfig) -> ValueErrors | CorrectnessResult:
-        """One call's errors against the reference, or the verdict when the outputs' structure is wrong."""
-        names = list(definition.outputs)
-        mismatch = structure_mismatch(outputs, reference, names)
-        if mismatch is not None:
-            return CorrectnessResult(mismatch[0], message=mismatch[1])
+                      cfg: ResolvedEvalConfig) -> ValueErrors:
+        """One call's errors against the reference (outputs of the definition's structure)."""
         total = ValueErrors()
-        for name, out, ref in zip(names, outputs, reference, strict=True):
+        for name, out, ref in zip(definition.outputs, outputs, reference, strict=True):
             total = total.merge(cls.compare_output(definition, name, out, ref, cfg))
         return total
 
@@ -188,12 +238,15 @@ class Evaluator(ABC):
     def check_timed_outputs(cls, definition: Definition, outputs: tuple[Any, ...], reference: tuple[Any, ...],
                             cfg: ResolvedEvalConfig) -> CorrectnessResult | None:
         """The verdict on one timed call's outputs, or None where one call cannot be judged alone."""
-        judged = cls.output_errors(definition, outputs, reference, cfg)
-        result = judged if isinstance(judged, CorrectnessResult) else cls.verdict(judged, cfg)
+        result = cls.verdict(cls.output_errors(definition, outputs, reference, cfg), cfg)
         if not result.passed:
             result.message = ("the outputs of a timed call do not match the reference for the inputs it was "
-                              f"given (results kept from an earlier call?): {result.message}")
+                              f"given: {result.message}")
         return result
+
+    @classmethod
+    def timed_check(cls, ctx: EvaluationContext, baseline: Baseline) -> TimedCheck:
+        return TimedCheck(cls, ctx, baseline)
 
     @classmethod
     def compare_output(cls, definition: Definition, name: str, out: Any, ref: Any,
@@ -215,22 +268,29 @@ class Evaluator(ABC):
         return CorrectnessResult(EvaluationStatus.PASSED, correctness)
 
     @classmethod
-    def eval_performance(cls, definition: Definition, sol_runnable: Callee, inputs: list[list[Any]],
-                         ref_mean_latency_ms: float | None, cfg: ResolvedEvalConfig, *, workload: Workload,
-                         device: str, ref_outputs: list[tuple[Any, ...]] | None = None) -> Performance:
-        """Time the solution. With ``ref_outputs`` (the reference's outputs per trial), the timed calls are
-        checked as the module docstring says, raising ``TimedOutputsMismatch``."""
-        verify = None
-        if ref_outputs is not None:
-            expected = ref_outputs
-
-            def verify(trial: int, outputs: tuple[Any, ...]) -> None:
-                result = cls.check_timed_outputs(definition, outputs, expected[trial], cfg)
-                if result is not None and not result.passed:
-                    raise TimedOutputsMismatch(result)
-
-        latency = measure_latency_ms(sol_runnable, definition, workload, inputs, cfg, device, verify)
+    def eval_performance(cls, ctx: EvaluationContext, solution: SolutionHandle, baseline: Baseline) -> PerformanceResult:
+        """Time the solution in ``num_trials`` sessions as the module docstring says; the latency is the mean of
+        the sessions' medians. Raises ``TimedOutputsMismatch`` when a checked timed call is wrong."""
+        cfg = ctx.config
+        latencies, notes = [], []
+        for session in range(cfg.num_trials):
+            check = cls.timed_check(ctx, baseline)
+            schedule = TimedSchedule(ctx, check, session, cfg.warmup_runs, cfg.iterations)
+            try:
+                claim = solution.time(cfg.iterations, cfg.warmup_runs, schedule)
+            except CallFailed:
+                if schedule.failure is not None:
+                    raise TimedOutputsMismatch(schedule.failure) from None
+                raise
+            final = schedule.failure or check.finish()
+            if final is not None and not final.passed:
+                raise TimedOutputsMismatch(final)
+            latency, session_notes = schedule.latency_ms(claim)
+            latencies.append(latency)
+            notes += session_notes
+        latency = fmean(latencies)
         # Upstream's convention when the reference was not timed: 0.0 for both (its models reject NaN).
-        reference = ref_mean_latency_ms if ref_mean_latency_ms is not None else 0.0
+        reference = baseline.mean_latency_ms if baseline.mean_latency_ms is not None else 0.0
         speedup = reference / latency if latency > 0 and reference > 0 else 0.0
-        return Performance(latency_ms=latency, reference_latency_ms=reference, speedup_factor=speedup)
+        return PerformanceResult(Performance(latency_ms=latency, reference_latency_ms=reference,
+                                             speedup_factor=speedup), notes)

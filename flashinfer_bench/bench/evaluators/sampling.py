@@ -1,73 +1,75 @@
 """Sampling kernels: outputs are random, so judge the distribution of many draws, not one draw.
 
-For each trial the reference is drawn ``REFERENCE_DRAW_FACTOR`` times as often as the solution, to estimate the
-expected distribution with little noise of its own; the solution is drawn ``sampling_validation_trials`` times.
-The verdict is the mean over batch rows of the total variation distance between the two per-row histograms.
+Correctness: for each trial the reference is drawn ``REFERENCE_DRAW_FACTOR`` times as often as the solution, to
+estimate the expected distribution with little noise of its own; the solution is drawn
+``sampling_validation_trials`` times. The verdict is the mean over batch rows of the total variation distance
+between the two per-row histograms. The draws are seeded (torch's generators, forked so the process's own state
+is untouched) by trial and role, so the same inputs are judged the same way on any worker.
 
-The draws are seeded (torch's generators, forked so the worker's own state is untouched) by workload, trial
-and role, so a verdict is reproducible: the same run judges the same way, on any worker, every time.
+Timed calls: every call gets fresh probabilities, so a sample kept from an earlier call (or any sample that
+ignores its inputs) is a token drawn independently of them. ``SamplingTimedCheck`` sums log(V * p[token]) over
+the timed calls' samples: an honest sampler draws tokens of high probability (its expectation is at least
+KL(p || uniform) per sample, more for top-k/top-p), one that ignores its inputs scores -KL(uniform || p) on
+average. The check fails a loop whose sum is far below what honest sampling gives.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import math
 from typing import Any
 
 import torch
 
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.evaluators.calling import Callee, clone_inputs, invoke
-from flashinfer_bench.bench.evaluators.compare import structure_mismatch
-from flashinfer_bench.bench.evaluators.evaluator import Baseline, CorrectnessResult, Evaluator
+from flashinfer_bench.bench.evaluators.context import EvaluationContext
+from flashinfer_bench.bench.evaluators.evaluator import Baseline, CorrectnessResult, Evaluator, TimedCheck
+from flashinfer_bench.bench.evaluators.harness import seeded
+from flashinfer_bench.bench.evaluators.solution import SolutionHandle
 from flashinfer_bench.bench.inputs import stable_seed
-from flashinfer_bench.data import Correctness, Definition, DType, EvaluationStatus, Workload
+from flashinfer_bench.data import Correctness, Definition, DType, EvaluationStatus
 
 DEFAULT_VALIDATION_TRIALS = 100
 DEFAULT_TVD_THRESHOLD = 0.2
 REFERENCE_DRAW_FACTOR = 4
+#: How many standard deviations below honest sampling's expectation the timed samples' score must fall to fail.
+TIMED_SCORE_SIGMAS = 5.0
 
 
-def vocab_size(definition: Definition, inputs: list[Any]) -> int:
-    """Number of categories: the last dimension of the first floating tensor input (the probabilities)."""
+def probabilities(definition: Definition, inputs: list[Any]) -> torch.Tensor:
+    """The first floating tensor input (the probabilities), as rows of the vocabulary."""
     for spec, value in zip(definition.inputs.values(), inputs, strict=True):
         if isinstance(value, torch.Tensor) and DType(spec.dtype).is_floating and value.dim() >= 1:
-            return int(value.shape[-1])
+            return value.reshape(-1, value.shape[-1])
     raise ValueError(f"definition '{definition.name}' has no floating tensor input to take the vocabulary size from")
 
 
-def draw_seed(workload: Workload, trial: int, role: str) -> int:
-    return stable_seed(workload.uuid, trial, role)
+def vocab_size(definition: Definition, inputs: list[Any]) -> int:
+    return int(probabilities(definition, inputs).shape[-1])
 
 
-@contextmanager
-def seeded(seed: int, device: str) -> Iterator[None]:
-    """torch's default generators (the CPU's and ``device``'s) seeded inside, restored after."""
-    devices = [torch.device(device).index or 0] if device.startswith("cuda") else []
-    with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(seed)
-        yield
+def draw_seed(trial: int, role: str) -> int:
+    return stable_seed("sampling", trial, role)
 
 
-def draw_histogram(callee: Callee, definition: Definition, workload: Workload, inputs: list[Any], device: str,
-                   draws: int, vocab: int, seed: int | None = None) -> torch.Tensor:
-    """Per-row counts [rows, vocab] of the first output over ``draws`` calls; -1 in a cell means out of range.
-    With ``seed``, the draws are made from torch's generators seeded with it."""
-    if seed is not None:
-        with seeded(seed, device):
-            return draw_histogram(callee, definition, workload, inputs, device, draws, vocab)
-    counts: torch.Tensor | None = None
-    for _ in range(draws):
-        samples = torch.as_tensor(invoke(callee, definition, workload, clone_inputs(inputs), device)[0])
-        samples = samples.reshape(-1).long()
-        if counts is None:
-            counts = torch.zeros(samples.numel(), vocab, dtype=torch.float64, device=samples.device)
-        if bool(((samples < 0) | (samples >= vocab)).any()):
-            counts.fill_(-1)
-            return counts
-        counts.scatter_add_(1, samples.unsqueeze(1), torch.ones_like(samples, dtype=torch.float64).unsqueeze(1))
-    assert counts is not None
+def histogram(samples: list[torch.Tensor], vocab: int) -> torch.Tensor:
+    """Per-row counts [rows, vocab] of the draws; -1 everywhere when a sample is outside [0, vocab)."""
+    rows = samples[0].reshape(-1).numel()
+    counts = torch.zeros(rows, vocab, dtype=torch.float64, device=samples[0].device)
+    for draw in samples:
+        flat = draw.reshape(-1).long()
+        if bool(((flat < 0) | (flat >= vocab)).any()):
+            return counts.fill_(-1)
+        counts.scatter_add_(1, flat.unsqueeze(1), torch.ones_like(flat, dtype=torch.float64).unsqueeze(1))
     return counts
+
+
+def reference_histogram(reference: Callee, ctx: EvaluationContext, inputs: list[Any], draws: int,
+                        seed: int) -> torch.Tensor:
+    with seeded(seed, ctx.device):
+        samples = [invoke(reference, ctx.definition, ctx.workload, clone_inputs(inputs), ctx.device)[0]
+                   for _ in range(draws)]
+    return histogram([torch.as_tensor(s) for s in samples], vocab_size(ctx.definition, inputs))
 
 
 def total_variation(p_counts: torch.Tensor, q_counts: torch.Tensor) -> torch.Tensor:
@@ -77,49 +79,77 @@ def total_variation(p_counts: torch.Tensor, q_counts: torch.Tensor) -> torch.Ten
     return 0.5 * (p - q).abs().sum(dim=1)
 
 
+class SamplingTimedCheck(TimedCheck):
+    """Scores every timed call's samples against the probabilities it was given (see the module docstring)."""
+
+    def __init__(self, evaluator: type[Evaluator], ctx: EvaluationContext, baseline: Baseline) -> None:
+        super().__init__(evaluator, ctx, baseline)
+        self.probability = 1.0
+        self.score = self.honest_mean = self.honest_var = self.ignoring_mean = 0.0
+
+    def check(self, inputs: list[Any], outputs: tuple[torch.Tensor, ...]) -> CorrectnessResult | None:
+        probs = probabilities(self.ctx.definition, inputs).double()
+        probs = probs / probs.sum(dim=1, keepdim=True)
+        vocab = probs.shape[1]
+        tokens = outputs[0].reshape(-1).long().to(probs.device)
+        if tokens.numel() != probs.shape[0] or bool(((tokens < 0) | (tokens >= vocab)).any()):
+            return CorrectnessResult(EvaluationStatus.INCORRECT_NUMERICAL,
+                                     message="a timed call's sample is outside [0, vocab)")
+        log_scaled = torch.log(probs.clamp_min(1e-300) * vocab)
+        self.score += float(log_scaled.gather(1, tokens.unsqueeze(1)).sum())
+        self.honest_mean += float((probs * log_scaled).sum())
+        self.honest_var += float((probs * log_scaled.square()).sum(dim=1).sub((probs * log_scaled).sum(dim=1).square()).sum())
+        self.ignoring_mean += float(log_scaled.mean(dim=1).sum())
+        return None
+
+    def finish(self) -> CorrectnessResult | None:
+        spread = TIMED_SCORE_SIGMAS * math.sqrt(max(self.honest_var, 1e-12))
+        if self.score < self.honest_mean - spread and self.score < (self.honest_mean + self.ignoring_mean) / 2:
+            return CorrectnessResult(
+                EvaluationStatus.INCORRECT_NUMERICAL,
+                message=(f"the samples of timed calls do not follow the probabilities they were given (score "
+                         f"{self.score:.1f}; honest sampling scores at least {self.honest_mean:.1f} +- "
+                         f"{spread / TIMED_SCORE_SIGMAS:.1f}; samples that ignore their inputs "
+                         f"{self.ignoring_mean:.1f}): results kept from an earlier call?"),
+            )
+        return None
+
+
 class SamplingEvaluator(Evaluator):
     @classmethod
     def can_evaluate(cls, definition: Definition) -> bool:
         return definition.op_type == "sampling"
 
     @classmethod
-    def build_baseline(cls, definition: Definition, workload: Workload, cfg: ResolvedEvalConfig, device: str, *,
-                       trace_set_root: str | None = None, reference: Callee | None = None,
-                       profile: bool = True) -> Baseline:
-        baseline = super().build_baseline(definition, workload, cfg, device, trace_set_root=trace_set_root,
-                                          reference=reference, profile=profile)
-        assert baseline.reference is not None
-        draws = REFERENCE_DRAW_FACTOR * int(cfg.extra.get("sampling_validation_trials", DEFAULT_VALIDATION_TRIALS))
+    def build_baseline(cls, ctx: EvaluationContext, reference: Callee, *, profile: bool = True) -> Baseline:
+        baseline = super().build_baseline(ctx, reference, profile=profile)
+        draws = REFERENCE_DRAW_FACTOR * int(ctx.config.extra.get("sampling_validation_trials", DEFAULT_VALIDATION_TRIALS))
         baseline.extra["histograms"] = [
-            draw_histogram(baseline.reference, definition, workload, x, device, draws, vocab_size(definition, x),
-                           seed=draw_seed(workload, trial, "reference"))
+            reference_histogram(reference, ctx, x, draws, draw_seed(trial, "reference"))
             for trial, x in enumerate(baseline.inputs)
         ]
         return baseline
 
     @classmethod
+    def timed_check(cls, ctx: EvaluationContext, baseline: Baseline) -> TimedCheck:
+        return SamplingTimedCheck(cls, ctx, baseline)
+
+    @classmethod
     def check_timed_outputs(cls, definition: Definition, outputs: tuple[Any, ...], reference: tuple[Any, ...],
                             cfg: ResolvedEvalConfig) -> CorrectnessResult | None:
-        """None: one call's draws cannot be compared with the reference's (only their distributions can)."""
+        """None: one call's draws cannot be compared with the reference's (SamplingTimedCheck scores them)."""
         return None
 
     @classmethod
-    def check_correctness(cls, definition: Definition, sol_runnable: Callee, inputs: list[list[Any]],
-                          ref_outputs: list[tuple[Any, ...]], cfg: ResolvedEvalConfig, *, workload: Workload,
-                          device: str, baseline: Baseline | None = None) -> CorrectnessResult:
-        if baseline is None or "histograms" not in baseline.extra:
+    def check_correctness(cls, ctx: EvaluationContext, solution: SolutionHandle, baseline: Baseline) -> CorrectnessResult:
+        if "histograms" not in baseline.extra:
             raise ValueError("the sampling evaluator needs the baseline built by SamplingEvaluator.build_baseline")
-        draws = int(cfg.extra.get("sampling_validation_trials", DEFAULT_VALIDATION_TRIALS))
-        threshold = float(cfg.extra.get("sampling_tvd_threshold", DEFAULT_TVD_THRESHOLD))
+        draws = int(ctx.config.extra.get("sampling_validation_trials", DEFAULT_VALIDATION_TRIALS))
+        threshold = float(ctx.config.extra.get("sampling_tvd_threshold", DEFAULT_TVD_THRESHOLD))
         worst = 0.0
-        trials = zip(inputs, ref_outputs, baseline.extra["histograms"], strict=True)
-        for trial, (trial_inputs, reference, ref_hist) in enumerate(trials):
-            first = invoke(sol_runnable, definition, workload, clone_inputs(trial_inputs), device)
-            mismatch = structure_mismatch(first, reference, list(definition.outputs))
-            if mismatch is not None:
-                return CorrectnessResult(mismatch[0], message=mismatch[1])
-            hist = draw_histogram(sol_runnable, definition, workload, trial_inputs, device, draws, ref_hist.shape[1],
-                                  seed=draw_seed(workload, trial, "solution"))
+        for trial, ref_hist in enumerate(baseline.extra["histograms"]):
+            result = solution.call(ctx.trial_seed(trial), repeat=draws, rng_seed=draw_seed(trial, "solution"))
+            hist = histogram([outputs[0] for outputs in result.outputs], ref_hist.shape[1])
             if bool((hist < 0).any()):
                 return CorrectnessResult(EvaluationStatus.INCORRECT_NUMERICAL, message="a sample is outside [0, vocab)")
             worst = max(worst, float(total_variation(hist, ref_hist.to(hist.device)).mean()))

@@ -12,6 +12,7 @@ os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 import torch  # noqa: E402
 
 import flashinfer_bench.bench.evaluators  # noqa: E402, F401
+import flashinfer_bench.bench.runner.judge  # noqa: E402, F401
 import flashinfer_bench.bench.runner.worker  # noqa: E402, F401
 import flashinfer_bench.compile  # noqa: E402, F401
 import flashinfer_bench.timing  # noqa: E402, F401

@@ -1,22 +1,35 @@
-"""The parent's handle on one worker process: start it, hand it an item, and notice at once when it dies."""
+"""The parent's handles on its processes: a judge per device, and the workers attached to it in turn.
+
+The parent talks to judges only (pickled messages between trusted processes). Of a worker it holds the process
+and, until the worker is attached, the judge's end of the worker's channel; it watches the worker's sentinel so
+that a death is seen at once, and kills it at the deadline.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import time
 from collections.abc import Callable
-from multiprocessing.connection import wait
+from dataclasses import replace
+from multiprocessing.connection import Connection, wait
+from multiprocessing.reduction import send_handle
 from typing import Any
 
 from flashinfer_bench.bench.runner import protocol
+from flashinfer_bench.bench.runner.judge import judge_main
 from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
+from flashinfer_bench.bench.runner.sandbox import SandboxPolicy, terminate_sandboxed
 from flashinfer_bench.bench.runner.server import process_context
+from flashinfer_bench.bench.runner.wire import CHANNEL_CLOSED
 from flashinfer_bench.bench.runner.worker import worker_main
 from flashinfer_bench.data import EvaluationStatus, Language
 
 #: Languages built by a compiler; their first build may take minutes, more than an evaluation's timeout.
 COMPILED_LANGUAGES = {Language.CPP, Language.CUDA, Language.TILELANG}
 COMPILED_BUILD_TIMEOUT_S = 900.0
+#: After its worker died or was killed, a judge has this long to give up on the item before it is replaced.
+JUDGE_DRAIN_S = 60.0
 
 
 def build_timeout(item: WorkItem, timeout: float) -> float:
@@ -25,7 +38,7 @@ def build_timeout(item: WorkItem, timeout: float) -> float:
 
 
 class WorkerStartError(RuntimeError):
-    """A worker died or hung before it was ready: a problem of the device or the installation, not of a solution."""
+    """A process died or hung before it was ready: a problem of the device or the installation, not of a solution."""
 
 
 def describe_exit(exitcode: int | None) -> str:
@@ -41,71 +54,156 @@ def describe_exit(exitcode: int | None) -> str:
 
 
 class WorkerProcess:
-    def __init__(self, device: str, cache_dir: str | None):
+    def __init__(self, device: str, cache_dir: str | None, policy: SandboxPolicy):
+        context = process_context()
+        self.device = device
+        self.judge_end, worker_end = context.Pipe()
+        self.process = context.Process(target=worker_main, args=(worker_end, device, cache_dir, policy), daemon=True,
+                                       name=f"fib-worker-{device}")
+        self.process.start()
+        worker_end.close()
+        self.items_done = 0
+        self.isolation: str | None = None
+
+    def handover(self) -> Connection:
+        """The judge's end of this worker's channel, once (the parent keeps no copy)."""
+        conn, self.judge_end = self.judge_end, None
+        if conn is None:
+            raise RuntimeError("this worker was attached already")
+        return conn
+
+    def kill(self) -> None:
+        """Stop the worker and everything it started (``Process.kill`` would leave a solution's processes)."""
+        if self.process.is_alive():
+            terminate_sandboxed(self.process.pid)
+        self.process.join(timeout=5)
+        if self.judge_end is not None:
+            self.judge_end.close()
+            self.judge_end = None
+
+
+class JudgeProcess:
+    def __init__(self, device: str):
         context = process_context()
         self.device = device
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=worker_main, args=(child, device, cache_dir), daemon=True,
-                                       name=f"fib-worker-{device}")
+        self.process = context.Process(target=judge_main, args=(child, device), daemon=True, name=f"fib-judge-{device}")
         self.process.start()
         child.close()
         self.environment: dict[str, Any] | None = None
-        self.items_done = 0
 
     def wait_ready(self, timeout: float) -> dict[str, Any]:
         if self.environment is None:
-            ready = wait([self.conn, self.process.sentinel], timeout)
-            if self.conn in ready:
-                try:
-                    tag, payload = self.conn.recv()
-                except EOFError:
-                    tag, payload = None, None
-                if tag == protocol.READY:
-                    self.environment = payload
-                    return payload
-            self.kill()
-            raise WorkerStartError(f"worker for {self.device} did not start: {describe_exit(self.process.exitcode)}")
+            tag, payload = self._next(timeout, [])
+            if tag != protocol.READY:
+                self.kill()
+                raise WorkerStartError(f"judge for {self.device} did not start: {describe_exit(self.process.exitcode)}")
+            self.environment = payload
         return self.environment
 
-    def evaluate(self, item: WorkItem, log_path: str, timeout: float,
+    def attach(self, worker: WorkerProcess, timeout: float) -> str:
+        """Hand ``worker``'s channel to the judge and wait until the worker is ready; returns its isolation."""
+        conn = worker.handover()
+        try:
+            self.conn.send((protocol.ATTACH, None))
+            send_handle(self.conn, conn.fileno(), self.process.pid)
+        finally:
+            conn.close()
+        tag, payload = self._next(timeout, [worker.process.sentinel])
+        if tag == protocol.WORKER_READY:
+            worker.isolation = payload
+            return payload
+        if tag is None and self.process.is_alive():
+            worker.kill()  # dead or hung at start: the judge sees its channel close and answers
+            tag, payload = self._next(JUDGE_DRAIN_S, [])
+        reason = payload if tag == protocol.WORKER_FAILED else describe_exit(worker.process.exitcode)
+        if tag not in (protocol.WORKER_FAILED, protocol.WORKER_READY):
+            self.kill()
+        raise WorkerStartError(f"worker for {self.device} did not start: {reason}")
+
+    def detach(self) -> None:
+        with contextlib.suppress(OSError):
+            self.conn.send((protocol.DETACH, None))
+
+    def evaluate(self, item: WorkItem, worker: WorkerProcess, log_path: str, timeout: float,
                  on_baseline: Callable[[float | None], None]) -> WorkOutcome:
-        """Run one item. A death or a hang is a verdict (RUNTIME_ERROR / TIMEOUT), never an exception."""
+        """Run one item. A death or a hang of the worker is a verdict (RUNTIME_ERROR / TIMEOUT), never an exception."""
         self.conn.send((protocol.EVALUATE, (item, log_path)))
         deadline = time.monotonic() + build_timeout(item, timeout)
         built = False
         while True:
-            ready = wait([self.conn, self.process.sentinel], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                self.kill()
-                return WorkOutcome(EvaluationStatus.TIMEOUT, log=f"no result within the {timeout:g} s timeout", retire=True)
+            ready = wait([self.conn, worker.process.sentinel, self.process.sentinel],
+                         max(0.0, deadline - time.monotonic()))
             if self.conn in ready:
                 try:
                     tag, payload = self.conn.recv()
                 except (EOFError, OSError):
-                    return self._died()
+                    return self._judge_died()
                 if tag == protocol.BUILT and not built:
-                    # The evaluation's deadline is fixed once: solution code runs after this message and could
-                    # send it again to keep extending its own time.
+                    # The evaluation's deadline is fixed once, when the solution is built.
                     built = True
                     deadline = time.monotonic() + timeout
                 elif tag == protocol.BASELINE:
                     on_baseline(payload)
                 elif tag == protocol.RESULT:
-                    self.items_done += 1
-                    return payload
-            elif not self.conn.poll():
-                return self._died()
+                    worker.items_done += 1
+                    return self._with_exit(payload, worker)
+            elif not ready:
+                worker.kill()
+                self._drain()
+                return WorkOutcome(EvaluationStatus.TIMEOUT, log=f"no result within the {timeout:g} s timeout",
+                                   retire=True)
+            elif worker.process.sentinel in ready:
+                worker.process.join(timeout=5)
+                outcome = WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log=describe_exit(worker.process.exitcode),
+                                      retire=True)
+                self._drain()
+                return outcome
+            else:
+                return self._judge_died()
 
-    def _died(self) -> WorkOutcome:
-        self.process.join(timeout=5)
-        return WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log=describe_exit(self.process.exitcode), retire=True)
+    @staticmethod
+    def _with_exit(outcome: WorkOutcome, worker: WorkerProcess) -> WorkOutcome:
+        """A judge that lost its worker's channel knows less than the worker's exit status: say that instead."""
+        if outcome.retire and outcome.log.startswith(CHANNEL_CLOSED):
+            worker.process.join(timeout=1.0)
+            if not worker.process.is_alive():
+                return replace(outcome, log=describe_exit(worker.process.exitcode))
+        return outcome
+
+    def _drain(self) -> None:
+        """Wait for the judge to give up on the item whose worker is gone; replace a judge that does not."""
+        end = time.monotonic() + JUDGE_DRAIN_S
+        while self.process.is_alive():
+            tag, _ = self._next(max(0.0, end - time.monotonic()), [])
+            if tag == protocol.RESULT:
+                return
+            if tag is None:
+                break
+        self.kill()
+
+    def _next(self, timeout: float, others: list[Any]) -> tuple[str | None, Any]:
+        """The judge's next message, or (None, None) when it died, or one of ``others`` fired, or time ran out."""
+        ready = wait([self.conn, self.process.sentinel, *others], timeout)
+        if self.conn not in ready:
+            return None, None
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            return None, None
+
+    def _judge_died(self) -> WorkOutcome:
+        self.kill()
+        return WorkOutcome(EvaluationStatus.RUNTIME_ERROR, retire=True, retire_judge=True,
+                           log=f"the judge process died ({describe_exit(self.process.exitcode).replace('worker ', '')})")
+
+    def alive(self) -> bool:
+        return self.process.is_alive()
 
     def stop(self) -> None:
         if self.process.is_alive():
-            try:
+            with contextlib.suppress(OSError):
                 self.conn.send((protocol.STOP, None))
-            except (BrokenPipeError, OSError):
-                pass
             self.process.join(timeout=5)
         self.kill()
 

@@ -1,4 +1,7 @@
-"""What the parent and a worker process send each other. Everything here is plain, picklable data."""
+"""What the parent and a judge process send each other: plain, picklable data between trusted processes.
+
+Workers (where solution code runs) never see these: a judge talks to its worker over runner/wire.py.
+"""
 
 from __future__ import annotations
 
@@ -20,8 +23,10 @@ class WorkItem:
     #: ``module:Class`` of the evaluator chosen in the parent (see evaluators.registry.evaluator_path).
     evaluator: str = "flashinfer_bench.bench.evaluators.default:DefaultEvaluator"
     profile_baseline: bool = True
-    #: Known from an earlier item of the same workload; None means the worker measures it (if profiling).
+    #: Known from an earlier item of the same workload; None means the judge measures it (if profiling).
     reference_latency_ms: float | None = None
+    #: The run's secret, from which the judge derives every input seed; it never reaches a worker.
+    secret: int = 0
 
     @property
     def workload_key(self) -> tuple[str, str]:
@@ -30,21 +35,27 @@ class WorkItem:
 
 @dataclass(frozen=True)
 class WorkOutcome:
-    """A worker's verdict on one item. ``log`` holds tracebacks and messages; captured output is added by the parent."""
+    """A judge's verdict on one item. ``log`` holds tracebacks and messages; captured output is added by the parent."""
 
     status: EvaluationStatus
     log: str = ""
     correctness: Correctness | None = None
     performance: Performance | None = None
-    #: The worker's context may be unusable (e.g. a CUDA error): replace the worker after this item.
+    #: The worker may be unusable (a CUDA error, a broken protocol, a timeout): replace it after this item.
     retire: bool = False
+    #: The judge's own device context may be unusable: replace the judge too.
+    retire_judge: bool = False
 
 
-# Message tags, worker -> parent
+# Message tags, judge -> parent
 READY = "ready"  # payload: environment dict {"hardware": str, "libs": {...}}
+WORKER_READY = "worker_ready"  # payload: how the worker is isolated (one line), after ATTACH
+WORKER_FAILED = "worker_failed"  # payload: why the attached worker did not start
 BUILT = "built"  # the solution is built; the evaluation's timeout starts now
 BASELINE = "baseline"  # payload: reference latency in ms (or None), sent before the solution runs
 RESULT = "result"  # payload: WorkOutcome
-# parent -> worker
+# parent -> judge
+ATTACH = "attach"  # followed by the fd of the judge's end of a new worker's channel (SCM_RIGHTS)
+DETACH = "detach"  # stop the attached worker and let go of its channel
 EVALUATE = "evaluate"  # payload: (WorkItem, path of the file that receives the item's stdout/stderr)
 STOP = "stop"

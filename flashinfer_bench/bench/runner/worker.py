@@ -1,232 +1,170 @@
-"""The worker process: the only place where solution and reference code run.
+"""The worker process: the only place where solution code runs, inside the sandbox (runner/sandbox.py).
 
-A worker owns one device. It builds solutions (through the content-addressed build cache), keeps the baseline of
-the workloads it saw last, and answers one WorkItem at a time with a WorkOutcome. Whatever it holds is rebuilt by
-a replacement worker from the item alone, so nothing can go stale when it dies.
+A worker owns one device. It builds solutions (through the content-addressed build cache) and answers its
+judge's requests over a JSON channel (runner/wire.py): draw the inputs of a seed and call the solution, or run
+a timing loop the judge steers. It never sees the reference, the reference's outputs or the run's secret, and
+nothing it says is a verdict.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import platform
-import sys
-import traceback
-from collections import OrderedDict
-from importlib import metadata
+from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
-from flashinfer_bench.bench.runner import protocol
-from flashinfer_bench.bench.runner.capture import capture_fds
-from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
+from flashinfer_bench.bench.evaluators.harness import CallFailed, Harness, failure_of, stopped_by_judge
+from flashinfer_bench.bench.evaluators.slot import Slot
+from flashinfer_bench.bench.runner.device_setup import device_is_healthy, prepare_device, release_forkserver
+from flashinfer_bench.bench.runner.sandbox import SandboxError, SandboxPolicy, enter_sandbox
 from flashinfer_bench.bench.runner.torch_state import preserved_torch_state
-from flashinfer_bench.data import EvaluationStatus
-
-BASELINES_KEPT = 4
-#: prctl(2) option: the signal this process gets when its parent exits.
-PR_SET_PDEATHSIG = 1
-#: Baselines hold every trial's inputs and outputs: for the gigabyte-sized weights of some MoE definitions,
-#: four of them would crowd out the next workload's, so older ones also go once the total passes this.
-BASELINE_BYTES_KEPT = 1 << 30
+from flashinfer_bench.bench.runner.wire import MAX_FAILURE_CHARS, JudgeChannel
 
 
-def tensor_bytes(value: Any) -> int:
-    """Bytes of the tensors in a baseline (or any nesting of lists, tuples, dicts and dataclasses)."""
-    import torch
+class WireExchange:
+    """The harness's Exchange over the channel: the judge answers every step of the timing loop."""
 
-    if isinstance(value, torch.Tensor):
-        return value.nbytes
-    if isinstance(value, (list, tuple)):
-        return sum(tensor_bytes(v) for v in value)
-    if isinstance(value, dict):
-        return sum(tensor_bytes(v) for v in value.values())
-    fields = getattr(value, "__dataclass_fields__", None)
-    if fields is not None:
-        return sum(tensor_bytes(getattr(value, name)) for name in fields)
-    return 0
+    def __init__(self, channel: JudgeChannel) -> None:
+        self.channel = channel
+        self.pending_seed: int | None = None
 
+    def done(self, index: int) -> bool:
+        self.channel.send(op="done", index=index)
+        return self._answer() == "ship"
 
-def describe_environment(device: str) -> dict[str, Any]:
-    import torch
+    def shipped(self, index: int) -> None:
+        self.channel.send(op="shipped", index=index)
+        if self._answer() == "stop":
+            raise stopped_by_judge()
 
-    import flashinfer_bench
+    def next_seed(self) -> int:
+        seed, self.pending_seed = self.pending_seed, None
+        if seed is None:
+            raise RuntimeError("the judge gave no seed for the next call")
+        return seed
 
-    libs = {"torch": torch.__version__, "flashinfer_bench": flashinfer_bench.__version__, "python": platform.python_version()}
-    for name in ("triton", "flashinfer-python", "cupti-python"):
-        try:
-            libs[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    if torch.version.cuda:
-        libs["cuda"] = torch.version.cuda
-    hardware = torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else "cpu"
-    return {"hardware": hardware, "libs": libs}
+    def _answer(self) -> str:
+        answer = self.channel.receive()
+        if answer["op"] == "next":
+            self.pending_seed = int(answer["seed"])
+        return answer["op"]
 
 
-def prepare_device(device: str) -> None:
-    """Make the device current and create its context (and CUPTI's) now, so an item is not charged for them."""
-    if device == "cpu":
-        # Triton kernels run through Triton's interpreter on the CPU; it reads this before a kernel is defined.
-        os.environ["TRITON_INTERPRET"] = "1"
+@contextlib.contextmanager
+def output_to(fd: int | None) -> Iterator[None]:
+    """fds 1 and 2 go to ``fd`` (the item's log, opened by the judge) for the duration."""
+    if fd is None:
+        yield
         return
-    import torch
+    import sys
 
-    from flashinfer_bench.testing import bench_gpu_time
-    from flashinfer_bench.timing.cupti_timer import load_cupti
-
-    torch.cuda.set_device(torch.device(device))
-    scratch = torch.zeros(1, device=device)
-    torch.cuda.synchronize()
-    if load_cupti() is not None:
-        # Sets up CUPTI's activity tracing here, while a spare worker waits, not during its first item.
-        bench_gpu_time(scratch.add_, args=(1,), num_iters=1, dry_run_iters=0, device=device)
-
-
-def device_is_healthy(device: str) -> bool:
-    if device == "cpu":
-        return True
-    import torch
-
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
     try:
-        torch.cuda.synchronize()
-        torch.zeros(1, device=device).add_(1).item()
-        return True
-    except Exception:  # noqa: BLE001 - any failure here means the context is gone
-        return False
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for saved_fd in saved:
+            os.close(saved_fd)
 
 
 class Worker:
-    def __init__(self, conn: Connection, device: str, cache_dir: str | None):
-        self.conn = conn
+    def __init__(self, channel: JudgeChannel, device: str, cache_dir: str | None) -> None:
+        self.channel = channel
         self.device = device
         self.cache_dir = cache_dir
         self.runnables: dict[str, Any] = {}
-        self.references: dict[str, Any] = {}
-        self.baselines: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self.harness: Harness | None = None
+        self.slot: Slot | None = None
+        self.log_fd: int | None = None
 
-    def serve(self) -> None:
+    def serve(self, isolation: str) -> None:
         prepare_device(self.device)
-        self.conn.send((protocol.READY, describe_environment(self.device)))
+        self.channel.send(op="ready", isolation=isolation)
         while True:
-            message = self.conn.recv()
-            if message[0] == protocol.STOP:
+            request = self.channel.receive()
+            op = request["op"]
+            if op == "stop":
                 return
-            item, log_path = message[1]
-            with capture_fds(log_path), preserved_torch_state():
-                outcome = self.evaluate(item)
-            self.conn.send((protocol.RESULT, outcome))
-            if outcome.retire:
-                return
+            if op == "slot":
+                if self.slot is not None:
+                    self.slot.close()
+                self.slot = Slot.open(self.channel.receive_fd(), int(request["size"]))
+                continue
+            if op == "load":
+                self._set_log(self.channel.receive_fd())
+            with output_to(self.log_fd), preserved_torch_state():
+                try:
+                    self.handle(op, request)
+                except BaseException as exc:  # noqa: BLE001 - solution code may raise anything, SystemExit too
+                    if isinstance(exc, (KeyboardInterrupt, EOFError, BrokenPipeError)):
+                        raise
+                    failure = failure_of(exc)
+                    self.channel.send(op="failed", status=failure.status.value,
+                                      message=failure.message[-MAX_FAILURE_CHARS:],
+                                      healthy=device_is_healthy(self.device))
 
-    def evaluate(self, item: WorkItem) -> WorkOutcome:
-        from flashinfer_bench.compile import BuildError, build_solution, is_compile_error
+    def _set_log(self, fd: int) -> None:
+        if self.log_fd is not None:
+            os.close(self.log_fd)
+        self.log_fd = fd
 
-        try:
-            key = item.solution.content_hash()
-            runnable = self.runnables.get(key)
-            if runnable is None:
-                runnable = self.runnables[key] = build_solution(item.solution, device=self.device,
-                                                                cache_dir=self.cache_dir)
-        except BuildError as exc:
-            return WorkOutcome(EvaluationStatus.COMPILE_ERROR, log=f"{exc}\n{getattr(exc, 'log', '')}".strip())
-        except Exception:  # noqa: BLE001 - a builder failing on untrusted code is a compile error
-            return WorkOutcome(EvaluationStatus.COMPILE_ERROR, log=traceback.format_exc())
-        self.conn.send((protocol.BUILT, None))
+    def handle(self, op: str, request: dict[str, Any]) -> None:
+        if op == "load":
+            self.load(request)
+            self.channel.send(op="built")
+            return
+        if self.harness is None or self.slot is None:
+            raise RuntimeError(f"'{op}' before a solution and a buffer were given")
+        if op == "call":
+            wrote = self.harness.call(int(request["seed"]), self.slot, repeat=int(request["repeat"]),
+                                      rng_seed=request["rng_seed"], return_inputs=list(request["return_inputs"]))
+            self.channel.send(op="called", wrote=wrote)
+        elif op == "time":
+            claim = self.harness.time(int(request["iterations"]), int(request["warmup"]), int(request["seed"]),
+                                      WireExchange(self.channel), self.slot)
+            self.channel.send(op="timed", samples_ms=claim.samples_ms, method=claim.method)
+        else:
+            raise RuntimeError(f"unknown request '{op}'")
 
-        from flashinfer_bench.bench.evaluators import load_evaluator
-        from flashinfer_bench.bench.evaluators.evaluator import TimedOutputsMismatch
+    def load(self, request: dict[str, Any]) -> None:
+        from flashinfer_bench.compile import BuildError, build_solution
+        from flashinfer_bench.data import Definition, EvaluationStatus, Solution, Workload
 
-        try:
-            evaluator = load_evaluator(item.evaluator)
-            baseline = self.baseline(evaluator, item)
-        except Exception:  # noqa: BLE001 - the reference or the workload is broken, not the solution
-            return WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log="reference failed:\n" + traceback.format_exc(),
-                               retire=not device_is_healthy(self.device))
-        reference_latency = item.reference_latency_ms if item.reference_latency_ms is not None else baseline.mean_latency_ms
-        self.conn.send((protocol.BASELINE, reference_latency))
-        try:
-            result = evaluator.check_correctness(
-                item.definition, runnable, baseline.inputs, baseline.outputs, item.config,
-                workload=item.workload, device=self.device, baseline=baseline,
-            )
-            if not result.passed:
-                return WorkOutcome(result.status, log=result.message, correctness=result.correctness)
-            performance = evaluator.eval_performance(
-                item.definition, runnable, baseline.inputs, reference_latency, item.config,
-                workload=item.workload, device=self.device, ref_outputs=baseline.outputs,
-            )
-        except TimedOutputsMismatch as exc:
-            return WorkOutcome(exc.result.status, log=exc.result.message, correctness=exc.result.correctness)
-        except Exception as exc:  # noqa: BLE001 - untrusted code may raise anything
-            status = EvaluationStatus.COMPILE_ERROR if is_compile_error(exc) else EvaluationStatus.RUNTIME_ERROR
-            return WorkOutcome(status, log=traceback.format_exc(), retire=not device_is_healthy(self.device))
-        return WorkOutcome(EvaluationStatus.PASSED, log=result.message, correctness=result.correctness,
-                           performance=performance)
-
-    def baseline(self, evaluator: Any, item: WorkItem) -> Any:
-        key = (*item.workload_key, item.evaluator)
-        if key in self.baselines:
-            self.baselines.move_to_end(key)
-            return self.baselines[key]
-        from flashinfer_bench.bench.evaluators.calling import reference_callee
-
-        self.evict_baselines(keep_newest=False)  # before drawing new inputs, not while both are held
-        reference = self.references.get(item.definition.name)
-        if reference is None:
-            reference = self.references[item.definition.name] = reference_callee(item.definition)
-        baseline = evaluator.build_baseline(
-            item.definition, item.workload, item.config, self.device, trace_set_root=item.trace_set_root,
-            reference=reference, profile=item.profile_baseline and item.reference_latency_ms is None,
-        )
-        self.baselines[key] = baseline
-        self.evict_baselines(keep_newest=True)
-        return baseline
-
-    def evict_baselines(self, *, keep_newest: bool) -> None:
-        """Drop the oldest baselines beyond BASELINES_KEPT or BASELINE_BYTES_KEPT (the newest one is kept
-        whatever its size when ``keep_newest``: the next solutions of its workload need it)."""
-        floor = 1 if keep_newest else 0
-        while len(self.baselines) > floor and (
-            len(self.baselines) > BASELINES_KEPT
-            or sum(tensor_bytes(b) for b in self.baselines.values()) > BASELINE_BYTES_KEPT
-        ):
-            self.baselines.popitem(last=False)
+        definition = Definition.model_validate_json(request["definition"])
+        solution = Solution.model_validate_json(request["solution"])
+        workload = Workload.model_validate_json(request["workload"])
+        key = solution.content_hash()
+        runnable = self.runnables.get(key)
+        if runnable is None:
+            try:
+                runnable = build_solution(solution, device=self.device, cache_dir=self.cache_dir)
+            except BuildError as exc:
+                raise CallFailed(EvaluationStatus.COMPILE_ERROR, f"{exc}\n{getattr(exc, 'log', '')}".strip()) from None
+            except Exception as exc:  # noqa: BLE001 - a builder failing on untrusted code is a compile error
+                raise CallFailed(EvaluationStatus.COMPILE_ERROR, failure_of(exc).message) from None
+            self.runnables[key] = runnable
+        self.harness = Harness(definition, workload, self.device, request["trace_set_root"], runnable)
 
 
-def die_with_parent() -> None:
-    """On Linux, have the kernel SIGKILL this worker when the process that started it exits.
-
-    A worker's parent is the forkserver, which exits when the CLI does, so a worker stuck in solution code
-    (which never reads its channel again) no longer outlives a CLI that was killed. The solution could undo
-    this; containing it for real is the sandbox's job (issue 10)."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-    import signal
-
-    parent = os.getppid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent is gone already: the signal was never armed
-        os._exit(1)
-    # The forkserver stays up while any process holds the write end of its "alive" pipe, and it hands that end
-    # to every process it forks: a hanging worker would keep its own parent alive. Workers start no processes
-    # through the forkserver, so they let go of it (multiprocessing keeps it in a private attribute).
-    from multiprocessing import forkserver
-
-    server = getattr(forkserver, "_forkserver", None)
-    alive = getattr(server, "_forkserver_alive_fd", None)
-    if isinstance(alive, int):
-        with contextlib.suppress(OSError):
-            os.close(alive)
-        server._forkserver_alive_fd = None
-
-
-def worker_main(conn: Connection, device: str, cache_dir: str | None) -> None:
-    """Process entry point."""
-    die_with_parent()
+def worker_main(conn: Connection, device: str, cache_dir: str | None, policy: SandboxPolicy) -> None:
+    """Process entry point: into the sandbox first (this process becomes its waiter; a new one goes on)."""
+    release_forkserver()
+    channel = JudgeChannel(conn)
     try:
-        Worker(conn, device, cache_dir).serve()
+        isolation = enter_sandbox(policy)
+    except SandboxError as exc:
+        channel.send(op="failed", status="RUNTIME_ERROR", message=f"the sandbox could not be set up: {exc}",
+                     healthy=False)
+        return
+    try:
+        Worker(channel, device, cache_dir).serve(isolation.describe())
     except (EOFError, KeyboardInterrupt, BrokenPipeError):
         pass

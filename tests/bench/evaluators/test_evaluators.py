@@ -1,9 +1,11 @@
-"""Evaluators judged in-process on CPU tensors (the worker calls exactly these methods)."""
+"""Evaluators judged in-process on CPU tensors (the judge calls exactly these methods; the harness that a worker
+runs is run here in-process by LocalSolution)."""
 
 import weakref
 
+import pytest
 import torch
-from helpers import SCALE_ADD
+from helpers import SCALE_ADD, evaluation_context, judged_locally
 
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.evaluators import (
@@ -13,9 +15,10 @@ from flashinfer_bench.bench.evaluators import (
     SamplingEvaluator,
     resolve_evaluator,
 )
-from flashinfer_bench.bench.evaluators.calling import ValueReturning
-from flashinfer_bench.bench.evaluators.compare import structure_mismatch
+from flashinfer_bench.bench.evaluators.calling import reference_callee
+from flashinfer_bench.bench.evaluators.compare import output_mismatch
 from flashinfer_bench.bench.evaluators.evaluator import TimedOutputsMismatch
+from flashinfer_bench.bench.evaluators.slot import TensorLayout
 from flashinfer_bench.data import Definition, EvaluationStatus, Workload
 
 CFG = ResolvedEvalConfig(warmup_runs=1, iterations=3, num_trials=2, rtol=1e-2, atol=1e-2)
@@ -24,10 +27,7 @@ WORKLOAD = Workload(uuid="w", axes={"n": 64}, inputs={})
 
 
 def judge(evaluator, definition, fn, cfg=CFG, workload=WORKLOAD, dps=False):
-    baseline = evaluator.build_baseline(definition, workload, cfg, "cpu", profile=False)
-    callee = ValueReturning(fn, destination_passing_style=dps)
-    return evaluator.check_correctness(definition, callee, baseline.inputs, baseline.outputs, cfg,
-                                       workload=workload, device="cpu", baseline=baseline)
+    return judged_locally(evaluator, definition, fn, cfg, workload, dps=dps)[0]
 
 
 def test_default_statuses():
@@ -59,33 +59,21 @@ def test_destination_passing_output_left_unwritten_fails():
     assert judge(DefaultEvaluator, SCALE, lambda x, y, out: out.copy_(x * 2 + y), dps=True).passed
 
 
-def test_mutating_inputs_does_not_reach_the_baseline():
-    baseline = DefaultEvaluator.build_baseline(SCALE, WORKLOAD, CFG, "cpu", profile=False)
-    before = [t.clone() for t in baseline.inputs[0]]
-
-    def vandal(x, y):
-        x.fill_(0)
-        return x * 2 + y
-
-    DefaultEvaluator.check_correctness(SCALE, ValueReturning(vandal), baseline.inputs, baseline.outputs, CFG,
-                                       workload=WORKLOAD, device="cpu")
-    assert all(torch.equal(a, b) for a, b in zip(before, baseline.inputs[0], strict=True))
-
-
-def test_trials_draw_fresh_inputs_deterministically():
-    a = DefaultEvaluator.build_baseline(SCALE, WORKLOAD, CFG, "cpu", profile=False)
-    b = DefaultEvaluator.build_baseline(SCALE, WORKLOAD, CFG, "cpu", profile=False)
+def test_trials_draw_fresh_inputs_from_the_secret():
+    reference = reference_callee(SCALE)
+    a = DefaultEvaluator.build_baseline(evaluation_context(SCALE, WORKLOAD, CFG), reference, profile=False)
+    b = DefaultEvaluator.build_baseline(evaluation_context(SCALE, WORKLOAD, CFG), reference, profile=False)
+    other = DefaultEvaluator.build_baseline(evaluation_context(SCALE, WORKLOAD, CFG, secret=2), reference, profile=False)
     assert not torch.equal(a.inputs[0][0], a.inputs[1][0])
     assert torch.equal(a.inputs[1][0], b.inputs[1][0])
+    assert not torch.equal(a.inputs[0][0], other.inputs[0][0])  # another run's secret, other inputs
 
 
 def test_performance_reports_speedup_against_reference_latency():
-    baseline = DefaultEvaluator.build_baseline(SCALE, WORKLOAD, CFG, "cpu", profile=True)
-    assert baseline.mean_latency_ms > 0
-    perf = DefaultEvaluator.eval_performance(SCALE, ValueReturning(lambda x, y: x * 2 + y), baseline.inputs,
-                                             baseline.mean_latency_ms, CFG, workload=WORKLOAD, device="cpu")
-    assert perf.latency_ms > 0
-    assert abs(perf.speedup_factor - baseline.mean_latency_ms / perf.latency_ms) < 1e-9
+    _, timed = judged_locally(DefaultEvaluator, SCALE, lambda x, y: x * 2 + y, CFG, WORKLOAD, timed=True)
+    perf = timed.performance
+    assert perf.latency_ms > 0 and perf.reference_latency_ms > 0
+    assert abs(perf.speedup_factor - perf.reference_latency_ms / perf.latency_ms) < 1e-9
 
 
 def keeps_results_per_tensor():
@@ -102,49 +90,62 @@ def keeps_results_per_tensor():
     return run
 
 
-def timed(fn, dps=False, evaluator=DefaultEvaluator, definition=SCALE):
-    baseline = evaluator.build_baseline(definition, WORKLOAD, CFG, "cpu", profile=False)
-    callee = ValueReturning(fn, destination_passing_style=dps)
-    correct = evaluator.check_correctness(definition, callee, baseline.inputs, baseline.outputs, CFG,
-                                          workload=WORKLOAD, device="cpu", baseline=baseline)
-    perf = evaluator.eval_performance(definition, callee, baseline.inputs, 1.0, CFG, workload=WORKLOAD,
-                                      device="cpu", ref_outputs=baseline.outputs)
-    return correct, perf
+def timed(fn, dps=False, evaluator=DefaultEvaluator, definition=SCALE, cfg=CFG, workload=WORKLOAD):
+    return judged_locally(evaluator, definition, fn, cfg, workload, dps=dps, timed=True)
 
 
 def test_results_kept_from_an_earlier_call_fail_in_timing():
-    correct, _ = timed(lambda x, y: x * 2 + y)
-    assert correct.passed
-    try:
-        timed(keeps_results_per_tensor())
-    except TimedOutputsMismatch as exc:
-        assert exc.result.status is EvaluationStatus.INCORRECT_NUMERICAL
-        assert "timed call" in exc.result.message
-    else:
-        raise AssertionError("a solution returning stale results passed its timing")
+    every_call_checked = CFG.model_copy(update={"extra": {"timed_check_probability": 1.0}})
+    with pytest.raises(TimedOutputsMismatch) as caught:
+        timed(keeps_results_per_tensor(), cfg=every_call_checked)
+    assert caught.value.result.status is EvaluationStatus.INCORRECT_NUMERICAL
+    assert "timed call" in caught.value.result.message
 
 
 def test_honest_solutions_pass_the_timed_check_in_both_styles():
-    assert timed(lambda x, y: x * 2 + y)[1].latency_ms > 0
-    assert timed(lambda x, y, out: torch.add(y, x, alpha=2, out=out), dps=True)[1].latency_ms > 0
+    assert timed(lambda x, y: x * 2 + y)[1].performance.latency_ms > 0
+    assert timed(lambda x, y, out: torch.add(y, x, alpha=2, out=out), dps=True)[1].performance.latency_ms > 0
 
 
-def test_timed_calls_see_two_trials_values_in_turn():
+def test_every_timed_call_gets_inputs_no_call_saw_before():
     seen = []
 
     def records(x, y):
-        seen.append(float(x[0]))
+        seen.append(x.clone())
         return x * 2 + y
 
-    baseline = DefaultEvaluator.build_baseline(SCALE, WORKLOAD, CFG, "cpu", profile=False)
-    DefaultEvaluator.eval_performance(SCALE, ValueReturning(records), baseline.inputs, 1.0, CFG,
-                                      workload=WORKLOAD, device="cpu", ref_outputs=baseline.outputs)
-    first = {float(inputs[0][0]) for inputs in baseline.inputs}
-    assert set(seen) == first and len(first) == 2  # every call got one of the two trials' values
+    timed(records)
+    calls = CFG.num_trials * (1 + CFG.warmup_runs + CFG.iterations)  # a correctness call and a session per trial
+    assert len(seen) == calls
+    assert len({tuple(x.tolist()) for x in seen}) == calls  # no two calls, correctness or timed, saw the same
 
 
 def test_sampling_outputs_are_not_judged_one_call_at_a_time():
     assert SamplingEvaluator.check_timed_outputs(SCALE, (torch.zeros(1),), (torch.ones(1),), CFG) is None
+
+
+def test_timed_samples_that_ignore_their_inputs_fail_and_honest_ones_pass():
+    cfg = SAMPLING_CFG.model_copy(update={"iterations": 12, "num_trials": 1})
+
+    def stale():
+        """Samples honestly on a new tensor (every correctness draw), then keeps its sample for that tensor."""
+        kept = {}
+
+        def run(p):
+            key = id(p)
+            if key not in kept:
+                kept[key] = torch.multinomial(p, 1).squeeze(1)
+                weakref.finalize(p, kept.pop, key, None)
+            return kept[key]
+
+        return run
+
+    with pytest.raises(TimedOutputsMismatch) as caught:
+        timed(stale(), evaluator=SamplingEvaluator, definition=SAMPLING, cfg=cfg, workload=SAMPLING_WORKLOAD)
+    assert "do not follow the probabilities" in caught.value.result.message
+    _, honest = timed(lambda p: torch.multinomial(p, 1).squeeze(1), evaluator=SamplingEvaluator, definition=SAMPLING,
+                      cfg=cfg, workload=SAMPLING_WORKLOAD)
+    assert honest.performance.latency_ms > 0
 
 
 LOWBIT = Definition.model_validate(dict(SCALE_ADD, name="q", op_type="moe"))
@@ -229,7 +230,7 @@ def test_writing_into_inputs_is_incorrect_even_with_the_right_answer():
 
 
 def test_an_output_on_another_device_than_the_reference_is_not_moved_and_passed():
-    reference = torch.ones(4)
-    assert structure_mismatch((torch.ones(4, device="meta"),), (reference,), ["out"]) == (
+    layout = [TensorLayout("out", torch.float32, (4,))]
+    assert output_mismatch((torch.ones(4, device="meta"),), layout, "cpu") == (
         EvaluationStatus.INCORRECT_DTYPE, "output 'out' is on meta, expected cpu")
     assert judge(DefaultEvaluator, SCALE, lambda x, y: (x * 2 + y).to("meta")).status is EvaluationStatus.INCORRECT_DTYPE

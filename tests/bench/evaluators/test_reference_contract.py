@@ -2,10 +2,11 @@
 reproducible sampling verdicts."""
 
 import torch
+from helpers import evaluation_context, judged_locally
 
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.evaluators import DefaultEvaluator, SamplingEvaluator
-from flashinfer_bench.bench.evaluators.calling import ValueReturning, reference_callee
+from flashinfer_bench.bench.evaluators.calling import reference_callee
 from flashinfer_bench.data import Definition, EvaluationStatus, Workload
 
 CFG = ResolvedEvalConfig(warmup_runs=0, iterations=1, num_trials=2, rtol=1e-2, atol=1e-2)
@@ -22,9 +23,7 @@ WORKLOAD = Workload(uuid="w", axes={"n": 16}, inputs={})
 
 
 def judge(definition, fn, evaluator=DefaultEvaluator, cfg=CFG, workload=WORKLOAD):
-    baseline = evaluator.build_baseline(definition, workload, cfg, "cpu", profile=False)
-    return evaluator.check_correctness(definition, ValueReturning(fn), baseline.inputs, baseline.outputs, cfg,
-                                       workload=workload, device="cpu", baseline=baseline)
+    return judged_locally(evaluator, definition, fn, cfg, workload)[0]
 
 
 def test_an_input_the_reference_writes_into_is_judged_like_an_output():
@@ -52,17 +51,10 @@ def test_an_input_the_reference_writes_into_is_judged_like_an_output():
     assert result.status is EvaluationStatus.INCORRECT_NUMERICAL and "['x']" in result.message
 
 
-def test_without_a_baseline_every_write_is_flagged():
-    baseline = DefaultEvaluator.build_baseline(IN_OUT, WORKLOAD, CFG, "cpu", profile=False)
-    assert set(baseline.written[0]) == {"cache"}
-
-    def same(x, cache):
-        cache.copy_(x * 3)
-        return x + 1
-
-    result = DefaultEvaluator.check_correctness(IN_OUT, ValueReturning(same), baseline.inputs, baseline.outputs, CFG,
-                                                workload=WORKLOAD, device="cpu")
-    assert result.status is EvaluationStatus.INCORRECT_NUMERICAL
+def test_the_baseline_knows_which_inputs_the_reference_writes_into():
+    baseline = DefaultEvaluator.build_baseline(evaluation_context(IN_OUT, WORKLOAD, CFG), reference_callee(IN_OUT),
+                                               profile=False)
+    assert [set(written) for written in baseline.written] == [{"cache"}, {"cache"}]
 
 
 #: Like four MoE definitions of the dataset: ``run`` names ``bias`` second, the definition lists it last.

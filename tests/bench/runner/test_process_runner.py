@@ -1,5 +1,6 @@
 """Real worker processes on the CPU device: every failure mode is a verdict for its own item only."""
 
+import os
 import signal
 import subprocess
 import sys
@@ -13,7 +14,11 @@ from flashinfer_bench.bench import Benchmark, BenchmarkConfig
 from flashinfer_bench.bench.runner import isolated_runner, persistent_runner
 from flashinfer_bench.data import TraceSet
 
-PRINT_PID = "import os\ndef run(x, y):\n    print('pid', os.getpid())\n    return x * 2 + y\n"
+#: Prints a number drawn once per process (a sandboxed worker is pid 1 of its own namespace, so pids tell nothing).
+PRINT_PID = ("import builtins, os\n"
+             "if not hasattr(builtins, 'process_token'):\n"
+             "    builtins.process_token = int.from_bytes(os.urandom(6), 'big')\n"
+             "def run(x, y):\n    print('pid', builtins.process_token)\n    return x * 2 + y\n")
 BEHAVIOURS = {
     "a_ok": PRINT_PID,
     "b_segfault": "import ctypes\ndef run(x, y):\n    ctypes.string_at(0)\n",
@@ -128,18 +133,20 @@ def test_torch_settings_changed_by_a_solution_do_not_reach_the_next(tmp_path):
         "a_changes_defaults": "PASSED", "b_ok": "PASSED"}
 
 
-#: Finds the worker's channel and keeps announcing "built", which used to restart the parent's deadline.
+#: Finds the worker's channel and keeps announcing "built" (pickled, as the channel once spoke, and as the JSON
+#: it speaks now), which used to restart the parent's deadline.
 RESTARTS_DEADLINE = (
-    "import gc, time\n"
+    "import gc, pickle, time\n"
     "from multiprocessing.connection import Connection\n"
     "def run(x, y):\n"
     "    channels = [o for o in gc.get_objects() if isinstance(o, Connection)]\n"
     "    for _ in range(24):\n"
     "        for channel in channels:\n"
-    "            try:\n"
-    "                channel.send(('built', None))\n"
-    "            except Exception:\n"
-    "                pass\n"
+    "            for message in (pickle.dumps(('built', None)), b'{\"op\":\"built\"}'):\n"
+    "                try:\n"
+    "                    channel.send_bytes(message)\n"
+    "                except Exception:\n"
+    "                    pass\n"
     "        time.sleep(0.5)\n"
     "    return x * 2 + y\n"
 )
@@ -151,7 +158,8 @@ def test_a_solution_cannot_extend_its_own_deadline(tmp_path, factory):
     config = CONFIG.model_copy(update={"timeout_seconds": 3, "num_trials": 1})
     benchmark = Benchmark(trace_set, config, runner_factory=lambda c: factory(["cpu"], timeout_seconds=c.timeout_seconds))
     evaluation = benchmark.run_all(save_results=False).traces["scale_add"][0].evaluation
-    assert evaluation.status.value == "TIMEOUT"  # the call takes 12 s; without the fix it PASSED
+    # The call takes 12 s: once it PASSED. Now the judge reads the first forged message as a broken protocol.
+    assert evaluation.status.value == "RUNTIME_ERROR" and "broke the protocol" in evaluation.log
 
 
 def _alive(pid: int) -> bool:
@@ -162,25 +170,46 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def processes_named(name: str) -> list[int]:
+    """Pids (as this process sees them) of the processes whose name is ``name``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/comm") as handle:
+                    if handle.read().strip() == name and _alive(int(entry)):
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
-def test_a_hanging_worker_dies_with_a_killed_cli(tmp_path):
-    pid_file = tmp_path / "worker.pid"
-    hangs = (f"import os\ndef run(x, y):\n    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+def test_a_hanging_worker_and_its_children_die_with_a_killed_cli(tmp_path):
+    # The worker is pid 1 of its own namespace: it names itself and a detached child it leaves, and the test
+    # finds both by that name.
+    marker = f"fib{os.getpid() % 100000}hang"
+    hangs = ("import ctypes, os\n"
+             "def run(x, y):\n"
+             f"    ctypes.CDLL(None).prctl(15, {marker.encode()!r})\n"
+             "    if os.fork() == 0:\n"
+             "        os.setsid()\n"
+             "        ctypes.CDLL(None).prctl(1, 0)\n"
+             "        while True:\n            pass\n"
              "    while True:\n        pass\n")
     root = scale_add_set(tmp_path / "set", {"hangs": hangs}, sizes=(8,))
     cli = subprocess.Popen([sys.executable, "-m", "flashinfer_bench.cli.main", "run", "--local", str(root),
                             "--timeout", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env())
     try:
         deadline = time.monotonic() + 120
-        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+        while len(processes_named(marker)) < 2 and time.monotonic() < deadline:
             time.sleep(0.2)
-        worker = int(pid_file.read_text())
-        assert _alive(worker)
+        assert len(processes_named(marker)) == 2
         cli.send_signal(signal.SIGKILL)
         cli.wait(timeout=30)
         deadline = time.monotonic() + 30
-        while _alive(worker) and time.monotonic() < deadline:
+        while processes_named(marker) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not _alive(worker)
+        assert not processes_named(marker)
     finally:
         cli.kill()

@@ -1,10 +1,10 @@
-"""The worker keeps few baselines, and fewer when they are large."""
+"""The judge keeps few baselines, and fewer when they are large."""
 
 import torch
 
 from flashinfer_bench.bench.evaluators.evaluator import Baseline
-from flashinfer_bench.bench.runner import worker
-from flashinfer_bench.bench.runner.worker import Worker, tensor_bytes
+from flashinfer_bench.bench.runner import judge
+from flashinfer_bench.bench.runner.judge import Judge, tensor_bytes
 
 
 def baseline(mib: int) -> Baseline:
@@ -18,8 +18,8 @@ def test_tensor_bytes_counts_every_tensor():
 
 
 def test_old_baselines_go_by_count_and_by_bytes(monkeypatch):
-    monkeypatch.setattr(worker, "BASELINE_BYTES_KEPT", 10 << 20)
-    w = Worker(conn=None, device="cpu", cache_dir=None)
+    monkeypatch.setattr(judge, "BASELINE_BYTES_KEPT", 10 << 20)
+    w = Judge(conn=None, device="cpu")
     for key in "abcde":
         w.baselines[(key,)] = baseline(1)
         w.evict_baselines(keep_newest=True)

@@ -1,0 +1,52 @@
+"""What one evaluation is about, in one frozen object: the definition, the workload, the resolved config, the
+device, where blobs live, and the run's secret.
+
+The secret is drawn by the parent at the start of a run and reaches only judge processes. Every input seed is
+derived from it (``seed_for``), so a solution sees the seed of a call only when that call is made and cannot
+work out the inputs of the next one: a cache keyed on input values never sees the same inputs twice, and a
+solution cannot tell a checked call from an unchecked one in advance.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from flashinfer_bench.bench.config import ResolvedEvalConfig
+from flashinfer_bench.bench.inputs import generate_inputs, stable_seed
+from flashinfer_bench.data import Definition, Workload
+
+
+def new_run_secret() -> int:
+    """A fresh 128-bit secret for one run."""
+    return secrets.randbits(128)
+
+
+@dataclass(frozen=True)
+class EvaluationContext:
+    definition: Definition
+    workload: Workload
+    config: ResolvedEvalConfig
+    device: str
+    trace_set_root: str | None
+    secret: int
+
+    def seed_for(self, *purpose: object) -> int:
+        """The input seed for ``purpose`` (e.g. ``("trial", 0)``), unpredictable without the secret."""
+        return stable_seed(self.secret, self.definition.name, self.workload.uuid, *purpose)
+
+    def trial_seed(self, trial: int) -> int:
+        return self.seed_for("trial", trial)
+
+    def inputs(self, seed: int) -> list[Any]:
+        """The inputs drawn from ``seed``: the same tensors the solution's process draws from it."""
+        return generate_inputs(self.definition, self.workload, seed, self.device, self.trace_set_root)
+
+    @property
+    def input_names(self) -> list[str]:
+        return list(self.definition.inputs)
+
+    @property
+    def output_names(self) -> list[str]:
+        return list(self.definition.outputs)

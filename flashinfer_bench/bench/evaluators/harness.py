@@ -1,0 +1,170 @@
+"""The solution's side of an evaluation: draw the inputs from a seed, call the solution, put its outputs'
+bytes in the judge's buffer, and run the timing loop with the judge deciding every step.
+
+This code runs in the solution's process, so a solution can change any of it: nothing it reports is trusted
+for a verdict. It is written for honest solutions (a clear INCORRECT_SHAPE rather than garbage bytes), and so
+that a dishonest one gains nothing by changing it: the judge draws the same inputs from the same seed, reads
+the outputs as bytes of the types it expects, and checks the timed calls it picks after they were made.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import torch
+
+from flashinfer_bench.bench.evaluators.calling import (
+    Callee,
+    OutputCountError,
+    clone_inputs,
+    invoke,
+    modified_inputs,
+    timed_call,
+    write_values,
+)
+from flashinfer_bench.bench.evaluators.compare import output_mismatch
+from flashinfer_bench.bench.evaluators.slot import Slot, TensorLayout, output_layouts
+from flashinfer_bench.bench.inputs import BlobCache, generate_inputs
+from flashinfer_bench.data import Definition, EvaluationStatus, Workload
+
+
+class CallFailed(Exception):
+    """A call could not be judged: wrong structure, an exception in solution code, or the judge said stop."""
+
+    def __init__(self, status: EvaluationStatus, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def stopped_by_judge() -> CallFailed:
+    """The judge ended a timing loop (a checked call was wrong); the evaluator gives its own verdict."""
+    return CallFailed(EvaluationStatus.INCORRECT_NUMERICAL, "the judge stopped the timing loop")
+
+
+def failure_of(exc: BaseException) -> CallFailed:
+    """What an exception raised by solution code means for the verdict."""
+    if isinstance(exc, CallFailed):
+        return exc
+    from flashinfer_bench.compile import is_compile_error
+
+    status = EvaluationStatus.COMPILE_ERROR if is_compile_error(exc) else EvaluationStatus.RUNTIME_ERROR
+    return CallFailed(status, "".join(traceback.format_exception(exc)))
+
+
+@contextmanager
+def seeded(seed: int, device: str) -> Iterator[None]:
+    """torch's default generators (the CPU's and ``device``'s) seeded inside, restored after."""
+    devices = [torch.device(device).index or 0] if device.startswith("cuda") else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        yield
+
+
+class Exchange(Protocol):
+    """The judge's side of the timing loop, as the harness sees it."""
+
+    def done(self, index: int) -> bool:
+        """Call ``index`` has finished; True asks for its outputs in the buffer."""
+
+    def shipped(self, index: int) -> None:
+        """The outputs of call ``index`` are in the buffer; raises CallFailed when the judge stops the loop."""
+
+    def next_seed(self) -> int:
+        """The seed of the next call's inputs."""
+
+
+@dataclass(frozen=True)
+class TimingClaim:
+    """What the solution's process says about its timed calls (checked by the judge, never just believed)."""
+
+    samples_ms: list[float]
+    method: str
+
+
+@dataclass
+class Harness:
+    definition: Definition
+    workload: Workload
+    device: str
+    trace_set_root: str | None
+    callee: Callee
+    blobs: BlobCache = field(default_factory=dict)
+
+    @property
+    def layouts(self) -> list[TensorLayout]:
+        return output_layouts(self.definition, self.workload)
+
+    def inputs(self, seed: int) -> list[Any]:
+        return generate_inputs(self.definition, self.workload, seed, self.device, self.trace_set_root, self.blobs)
+
+    def outputs(self, call_inputs: Sequence[Any]) -> tuple[Any, ...]:
+        """One call's outputs, once they have the definition's structure (else CallFailed)."""
+        try:
+            outputs = invoke(self.callee, self.definition, self.workload, call_inputs, self.device)
+        except OutputCountError as exc:
+            raise CallFailed(EvaluationStatus.INCORRECT_SHAPE, str(exc)) from None
+        mismatch = output_mismatch(outputs, self.layouts, self.device)
+        if mismatch is not None:
+            raise CallFailed(*mismatch)
+        return outputs
+
+    def call(self, seed: int, slot: Slot, *, repeat: int = 1, rng_seed: int | None = None,
+             return_inputs: Sequence[str] = ()) -> list[str]:
+        """``repeat`` calls on the inputs drawn from ``seed`` (fresh copies each), their outputs one after the
+        other in ``slot``, then the values the last call left in ``return_inputs``. Returns the names of the
+        inputs the last call wrote into."""
+        names = list(self.definition.inputs)
+        pristine = self.inputs(seed)
+        offset = 0
+        live = pristine
+        with seeded(rng_seed, self.device) if rng_seed is not None else _nothing():
+            for _ in range(repeat):
+                live = clone_inputs(pristine)
+                offset = slot.write(offset, self.outputs(live))
+        slot.write(offset, [live[names.index(name)] for name in return_inputs])
+        return modified_inputs(names, pristine, live)
+
+    def time(self, iterations: int, warmup: int, first_seed: int, exchange: Exchange, slot: Slot) -> TimingClaim:
+        """The timing loop: every call on fresh inputs (seeds from the judge, drawn outside the timed span), and
+        after every call the judge may ask for its outputs."""
+        from flashinfer_bench.testing import bench_gpu_time_detailed
+
+        live = self.inputs(first_seed)
+        call, latest = timed_call(self.callee, self.definition, self.workload, live, self.device)
+        begun = 0
+
+        def before_each(_: int) -> None:
+            nonlocal begun
+            if begun:
+                self._report(begun - 1, latest, exchange, slot)
+                write_values(live, self.inputs(exchange.next_seed()))
+            begun += 1
+
+        result = bench_gpu_time_detailed(call, num_iters=iterations, dry_run_iters=warmup, device=self.device,
+                                         before_each=before_each)
+        self._report(begun - 1, latest, exchange, slot)
+        return TimingClaim([float(s) for s in result.samples_ms], result.method)
+
+    def _report(self, index: int, latest: Any, exchange: Exchange, slot: Slot) -> None:
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize(self.device)
+        if exchange.done(index):
+            try:
+                outputs = latest()
+            except OutputCountError as exc:
+                raise CallFailed(EvaluationStatus.INCORRECT_SHAPE, str(exc)) from None
+            mismatch = output_mismatch(outputs, self.layouts, self.device)
+            if mismatch is not None:
+                raise CallFailed(*mismatch)
+            slot.write(0, outputs)
+            exchange.shipped(index)
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield

@@ -1,0 +1,124 @@
+"""The only way tensors leave a solution's process: raw bytes in a buffer, read back by the judge as the types
+and shapes the definition declares.
+
+The judge creates the buffer (a sealed memfd on Linux: the other side can neither shrink nor grow it, so reading
+it never faults) and decides how to interpret every byte. Nothing the solution's process sends is unpickled or
+taken as a tensor object: a lying ``torch.Tensor`` subclass, a patched comparison or a forged header cannot
+reach the judge, only bytes, which are then compared with the reference's outputs.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from flashinfer_bench.data import Definition, DType, Workload
+
+
+@dataclass(frozen=True)
+class TensorLayout:
+    name: str
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        count = 1
+        for extent in self.shape:
+            count *= extent
+        return count * torch.empty((), dtype=self.dtype).element_size()
+
+
+def output_layouts(definition: Definition, workload: Workload) -> list[TensorLayout]:
+    """The outputs a call must return, in definition order."""
+    return _layouts(definition, workload, definition.outputs.items())
+
+
+def input_layouts(definition: Definition, workload: Workload, names: Iterable[str]) -> list[TensorLayout]:
+    wanted = set(names)
+    return _layouts(definition, workload, [(n, s) for n, s in definition.inputs.items() if n in wanted])
+
+
+def _layouts(definition: Definition, workload: Workload, specs: Iterable) -> list[TensorLayout]:
+    axes = definition.bind_axes(workload.axes)
+    return [TensorLayout(name, DType(spec.dtype).to_torch(), definition.shape_of(spec, axes) or ())
+            for name, spec in specs]
+
+
+def total_bytes(layouts: Sequence[TensorLayout]) -> int:
+    return sum(layout.nbytes for layout in layouts)
+
+
+class Slot:
+    """A byte buffer of fixed size; both processes map the same pages."""
+
+    def __init__(self, buffer: mmap.mmap | bytearray, fd: int | None = None) -> None:
+        self.buffer = buffer
+        self.fd = fd
+
+    @property
+    def size(self) -> int:
+        return len(self.buffer)
+
+    @classmethod
+    def create(cls, size: int) -> Slot:
+        """A new shared buffer (its fd is what the other process maps)."""
+        size = max(size, 1)
+        if hasattr(os, "memfd_create"):
+            import fcntl
+
+            fd = os.memfd_create("fib-slot", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            os.ftruncate(fd, size)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+        else:  # no memfd: an unlinked temporary file serves, without the seals
+            import tempfile
+
+            handle = tempfile.TemporaryFile()
+            fd = os.dup(handle.fileno())
+            handle.close()
+            os.ftruncate(fd, size)
+        return cls(mmap.mmap(fd, size), fd)
+
+    @classmethod
+    def open(cls, fd: int, size: int) -> Slot:
+        """Map a buffer received from the judge (the fd is closed: the mapping keeps the pages)."""
+        try:
+            return cls(mmap.mmap(fd, size))
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        if isinstance(self.buffer, mmap.mmap):
+            self.buffer.close()
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def write(self, offset: int, tensors: Sequence[torch.Tensor]) -> int:
+        """Raw bytes of ``tensors`` from ``offset`` on; returns the offset after them."""
+        for tensor in tensors:
+            raw = tensor.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8)
+            if raw.numel():
+                if offset + raw.numel() > self.size:
+                    raise ValueError("the outputs do not fit the judge's buffer")
+                torch.frombuffer(self.buffer, dtype=torch.uint8, count=raw.numel(), offset=offset).copy_(raw)
+            offset += raw.numel()
+        return offset
+
+    def read(self, offset: int, layouts: Sequence[TensorLayout], device: str) -> tuple[list[torch.Tensor], int]:
+        """Private copies of the tensors ``layouts`` describe, from ``offset`` on, and the offset after them."""
+        tensors = []
+        for layout in layouts:
+            if layout.nbytes == 0:
+                tensors.append(torch.empty(layout.shape, dtype=layout.dtype, device=device))
+                continue
+            if offset + layout.nbytes > self.size:
+                raise ValueError("the judge's buffer is smaller than the outputs it should hold")
+            raw = torch.frombuffer(self.buffer, dtype=torch.uint8, count=layout.nbytes, offset=offset).clone()
+            tensors.append(raw.view(layout.dtype).reshape(layout.shape).to(device))
+            offset += layout.nbytes
+        return tensors, offset

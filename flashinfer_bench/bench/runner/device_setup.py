@@ -1,0 +1,108 @@
+"""What every runner process does to its device and to itself: create the device's context up front, check it
+is still usable, describe the environment, and die with its parent."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import sys
+from importlib import metadata
+from typing import Any
+
+#: prctl(2) options: the signal this process gets when its parent exits; whether it can be ptraced or dumped.
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+
+
+def describe_environment(device: str) -> dict[str, Any]:
+    import torch
+
+    import flashinfer_bench
+
+    libs = {"torch": torch.__version__, "flashinfer_bench": flashinfer_bench.__version__, "python": platform.python_version()}
+    for name in ("triton", "flashinfer-python", "cupti-python"):
+        try:
+            libs[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    if torch.version.cuda:
+        libs["cuda"] = torch.version.cuda
+    hardware = torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else "cpu"
+    return {"hardware": hardware, "libs": libs}
+
+
+def prepare_device(device: str) -> None:
+    """Make the device current and create its context (and CUPTI's) now, so an item is not charged for them."""
+    if device == "cpu":
+        # Triton kernels run through Triton's interpreter on the CPU; it reads this before a kernel is defined.
+        os.environ["TRITON_INTERPRET"] = "1"
+        return
+    import torch
+
+    from flashinfer_bench.testing import bench_gpu_time
+    from flashinfer_bench.timing.cupti_timer import load_cupti
+
+    torch.cuda.set_device(torch.device(device))
+    scratch = torch.zeros(1, device=device)
+    torch.cuda.synchronize()
+    if load_cupti() is not None:
+        # Sets up CUPTI's activity tracing here, while a spare worker waits, not during its first item.
+        bench_gpu_time(scratch.add_, args=(1,), num_iters=1, dry_run_iters=0, device=device)
+
+
+def device_is_healthy(device: str) -> bool:
+    if device == "cpu":
+        return True
+    import torch
+
+    try:
+        torch.cuda.synchronize()
+        torch.zeros(1, device=device).add_(1).item()
+        return True
+    except Exception:  # noqa: BLE001 - any failure here means the context is gone
+        return False
+
+
+def die_with_parent() -> None:
+    """On Linux, have the kernel SIGKILL this process when the process that started it exits.
+
+    A judge's parent is the forkserver, which exits when the CLI does, so a judge (or a worker that could not
+    be sandboxed) does not outlive a CLI that was killed. Workers get this from the sandbox instead."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent is gone already: the signal was never armed
+        os._exit(1)
+    release_forkserver()
+
+
+def release_forkserver() -> None:
+    """Let go of the forkserver's liveness pipe.
+
+    The forkserver stays up while any process holds the write end of its "alive" pipe, and it hands that end to
+    every process it forks: a hanging process would keep its own parent alive. Runner processes start no
+    processes through the forkserver (multiprocessing keeps the fd in a private attribute)."""
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    alive = getattr(server, "_forkserver_alive_fd", None)
+    if isinstance(alive, int):
+        with contextlib.suppress(OSError):
+            os.close(alive)
+        server._forkserver_alive_fd = None
+
+
+def make_undumpable() -> None:
+    """No process of the same user may read this one's memory or environment (ptrace, /proc/PID/mem), not
+    even where a worker could not be put in its own pid namespace: a judge holds the run's secret and the
+    reference's outputs."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0)

@@ -1,0 +1,194 @@
+"""The judge process: where verdicts are made, and where no solution code ever runs.
+
+One judge per device, for the whole run. It draws the inputs (from the run's secret), runs the reference, keeps
+the baselines of the workloads it saw last, and evaluates each item through the worker attached to it: the
+worker gets seeds and returns bytes (runner/wire.py, evaluators/slot.py). A worker that dies, hangs or
+breaks the protocol costs its item, never the judge's state, so isolated runs keep their baselines too.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections import OrderedDict
+from multiprocessing.connection import Connection
+from multiprocessing.reduction import recv_handle
+from typing import Any
+
+from flashinfer_bench.bench.evaluators.context import EvaluationContext
+from flashinfer_bench.bench.evaluators.harness import CallFailed
+from flashinfer_bench.bench.runner import protocol
+from flashinfer_bench.bench.runner.capture import capture_fds
+from flashinfer_bench.bench.runner.device_setup import (
+    describe_environment,
+    device_is_healthy,
+    die_with_parent,
+    make_undumpable,
+    prepare_device,
+)
+from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
+from flashinfer_bench.bench.runner.remote import RemoteSolution, SlotKeeper
+from flashinfer_bench.bench.runner.wire import Ready, WorkerChannel, WorkerGone
+from flashinfer_bench.data import EvaluationStatus
+
+BASELINES_KEPT = 4
+#: Baselines hold every trial's inputs and outputs: for the gigabyte-sized weights of some MoE definitions,
+#: four of them would crowd out the next workload's, so older ones also go once the total passes this.
+BASELINE_BYTES_KEPT = 1 << 30
+
+
+def tensor_bytes(value: Any) -> int:
+    """Bytes of the tensors in a baseline (or any nesting of lists, tuples, dicts and dataclasses)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.nbytes
+    if isinstance(value, (list, tuple)):
+        return sum(tensor_bytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(tensor_bytes(v) for v in value.values())
+    fields = getattr(value, "__dataclass_fields__", None)
+    if fields is not None:
+        return sum(tensor_bytes(getattr(value, name)) for name in fields)
+    return 0
+
+
+class Judge:
+    def __init__(self, conn: Connection, device: str) -> None:
+        self.conn = conn
+        self.device = device
+        self.worker: WorkerChannel | None = None
+        self.slots: SlotKeeper | None = None
+        self.references: dict[str, Any] = {}
+        self.baselines: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
+
+    def serve(self) -> None:
+        prepare_device(self.device)
+        self.conn.send((protocol.READY, describe_environment(self.device)))
+        while True:
+            tag, payload = self.conn.recv()
+            if tag == protocol.STOP:
+                self.detach()
+                return
+            if tag == protocol.ATTACH:
+                self.attach(recv_handle(self.conn))
+            elif tag == protocol.DETACH:
+                self.detach()
+            elif tag == protocol.EVALUATE:
+                item, log_path = payload
+                with capture_fds(log_path):
+                    outcome = self.evaluate(item, log_path)
+                self.conn.send((protocol.RESULT, outcome))
+
+    def attach(self, fd: int) -> None:
+        self.detach()
+        channel = WorkerChannel(Connection(fd))
+        try:
+            ready: Ready = channel.receive("ready")
+        except (WorkerGone, CallFailed) as exc:
+            channel.close()
+            self.conn.send((protocol.WORKER_FAILED, str(exc)))
+            return
+        self.worker, self.slots = channel, SlotKeeper(channel)
+        self.conn.send((protocol.WORKER_READY, ready.isolation))
+
+    def detach(self) -> None:
+        if self.worker is not None:
+            try:
+                self.worker.send(op="stop")
+            except WorkerGone:
+                pass
+            self.worker.close()
+        if self.slots is not None:
+            self.slots.close()
+        self.worker = self.slots = None
+
+    def evaluate(self, item: WorkItem, log_path: str) -> WorkOutcome:
+        if self.worker is None or self.slots is None:
+            return WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log="no worker was attached to the judge", retire=True)
+        try:
+            return self._evaluate(item, log_path, self.worker, self.slots)
+        except WorkerGone as exc:
+            self.detach()
+            return WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log=str(exc), retire=True)
+        except CallFailed as exc:
+            return WorkOutcome(exc.status, log=exc.message, retire=self.worker.unhealthy)
+
+    def _evaluate(self, item: WorkItem, log_path: str, worker: WorkerChannel, slots: SlotKeeper) -> WorkOutcome:
+        from flashinfer_bench.bench.evaluators import load_evaluator
+        from flashinfer_bench.bench.evaluators.evaluator import TimedOutputsMismatch
+
+        ctx = EvaluationContext(item.definition, item.workload, item.config, self.device, item.trace_set_root,
+                                item.secret)
+        worker.send(op="load", definition=item.definition.model_dump_json(), solution=item.solution.model_dump_json(),
+                    workload=item.workload.model_dump_json(), trace_set_root=item.trace_set_root)
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            worker.send_fd(log_fd)
+        finally:
+            os.close(log_fd)
+        worker.receive("built")
+        self.conn.send((protocol.BUILT, None))
+        try:
+            evaluator = load_evaluator(item.evaluator)
+            baseline = self.baseline(evaluator, ctx, item)
+        except Exception:  # noqa: BLE001 - the reference or the workload is broken, not the solution
+            return WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log="reference failed:\n" + traceback.format_exc(),
+                               retire_judge=not device_is_healthy(self.device))
+        reference_latency = item.reference_latency_ms if item.reference_latency_ms is not None else baseline.mean_latency_ms
+        self.conn.send((protocol.BASELINE, reference_latency))
+        if item.reference_latency_ms is not None:
+            baseline.mean_latency_ms = item.reference_latency_ms
+        solution = RemoteSolution(ctx, worker, slots)
+        try:
+            result = evaluator.check_correctness(ctx, solution, baseline)
+            if not result.passed:
+                return WorkOutcome(result.status, log=result.message, correctness=result.correctness)
+            timed = evaluator.eval_performance(ctx, solution, baseline)
+        except TimedOutputsMismatch as exc:
+            return WorkOutcome(exc.result.status, log=exc.result.message, correctness=exc.result.correctness)
+        except (WorkerGone, CallFailed):
+            raise
+        except Exception:  # noqa: BLE001 - the judge's own failure on this item (e.g. the reference in a check)
+            return WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log="the judge failed:\n" + traceback.format_exc(),
+                               retire=True, retire_judge=not device_is_healthy(self.device))
+        log = "\n".join([result.message, *timed.notes]).strip()
+        return WorkOutcome(EvaluationStatus.PASSED, log=log, correctness=result.correctness,
+                           performance=timed.performance)
+
+    def baseline(self, evaluator: Any, ctx: EvaluationContext, item: WorkItem) -> Any:
+        key = (*item.workload_key, item.evaluator)
+        if key in self.baselines:
+            self.baselines.move_to_end(key)
+            return self.baselines[key]
+        from flashinfer_bench.bench.evaluators.calling import reference_callee
+
+        self.evict_baselines(keep_newest=False)  # before drawing new inputs, not while both are held
+        reference = self.references.get(item.definition.name)
+        if reference is None:
+            reference = self.references[item.definition.name] = reference_callee(item.definition)
+        baseline = evaluator.build_baseline(ctx, reference,
+                                            profile=item.profile_baseline and item.reference_latency_ms is None)
+        self.baselines[key] = baseline
+        self.evict_baselines(keep_newest=True)
+        return baseline
+
+    def evict_baselines(self, *, keep_newest: bool) -> None:
+        """Drop the oldest baselines beyond BASELINES_KEPT or BASELINE_BYTES_KEPT (the newest one is kept
+        whatever its size when ``keep_newest``: the next solutions of its workload need it)."""
+        floor = 1 if keep_newest else 0
+        while len(self.baselines) > floor and (
+            len(self.baselines) > BASELINES_KEPT
+            or sum(tensor_bytes(b) for b in self.baselines.values()) > BASELINE_BYTES_KEPT
+        ):
+            self.baselines.popitem(last=False)
+
+
+def judge_main(conn: Connection, device: str) -> None:
+    """Process entry point."""
+    die_with_parent()
+    make_undumpable()
+    try:
+        Judge(conn, device).serve()
+    except (EOFError, KeyboardInterrupt, BrokenPipeError):
+        pass

@@ -1,0 +1,79 @@
+"""``RemoteSolution``: the judge's SolutionHandle for a solution that runs in a worker process."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from flashinfer_bench.bench.evaluators.context import EvaluationContext
+from flashinfer_bench.bench.evaluators.harness import CallFailed, TimingClaim, stopped_by_judge
+from flashinfer_bench.bench.evaluators.slot import Slot, output_layouts
+from flashinfer_bench.bench.evaluators.solution import (
+    CallResult,
+    Schedule,
+    SolutionHandle,
+    call_slot_bytes,
+    read_call_result,
+)
+from flashinfer_bench.bench.runner.wire import WorkerChannel, WorkerGone
+
+
+class RemoteSolution(SolutionHandle):
+    def __init__(self, ctx: EvaluationContext, channel: WorkerChannel, slots: SlotKeeper) -> None:
+        super().__init__(ctx)
+        self.channel = channel
+        self.slots = slots
+
+    def call(self, seed: int, *, repeat: int = 1, rng_seed: int | None = None,
+             return_inputs: Sequence[str] = ()) -> CallResult:
+        slot = self.slots.at_least(call_slot_bytes(self.ctx, repeat, return_inputs))
+        self.channel.send(op="call", seed=seed, repeat=repeat, rng_seed=rng_seed, return_inputs=list(return_inputs))
+        called = self.channel.receive("called")
+        return read_call_result(self.ctx, slot, repeat, return_inputs, list(called.wrote))
+
+    def time(self, iterations: int, warmup: int, schedule: Schedule) -> TimingClaim:
+        slot = self.slots.at_least(call_slot_bytes(self.ctx, 1, ()))
+        layouts = output_layouts(self.ctx.definition, self.ctx.workload)
+        self.channel.send(op="time", iterations=iterations, warmup=warmup, seed=schedule.first_seed())
+        while True:
+            message = self.channel.receive("done", "timed")
+            if message.op == "timed":
+                return TimingClaim(list(message.samples_ms), message.method)
+            if schedule.on_done(message.index):
+                self.channel.send(op="ship")
+                shipped = self.channel.receive("shipped")
+                if shipped.index != message.index:
+                    raise WorkerGone(f"the worker broke the protocol: shipped call {shipped.index}, not {message.index}")
+                outputs, _ = slot.read(0, layouts, self.ctx.device)
+                if not schedule.on_shipped(message.index, tuple(outputs)):
+                    self.channel.send(op="stop")
+                    try:
+                        self.channel.receive()  # its acknowledgement: a 'failed' message
+                    except CallFailed:
+                        pass
+                    raise stopped_by_judge()
+            self.channel.send(op="next", seed=schedule.next_seed())
+
+
+class SlotKeeper:
+    """The output buffer a worker maps, replaced by a larger one when a call needs more room."""
+
+    def __init__(self, channel: WorkerChannel) -> None:
+        self.channel = channel
+        self.slot: Slot | None = None
+
+    def at_least(self, size: int) -> Slot:
+        if self.slot is None or self.slot.size < size:
+            previous = 0
+            if self.slot is not None:
+                previous = self.slot.size
+                self.slot.close()
+            self.slot = Slot.create(max(size, 2 * previous, 4096))
+            assert self.slot.fd is not None
+            self.channel.send(op="slot", size=self.slot.size)
+            self.channel.send_fd(self.slot.fd)
+        return self.slot
+
+    def close(self) -> None:
+        if self.slot is not None:
+            self.slot.close()
+            self.slot = None

@@ -1,0 +1,611 @@
+"""The worker sandbox against hostile code, with real processes and the real kernel.
+
+Each test forks a child that enters the sandbox over temporary directories, attacks, and reports what
+happened as JSON lines over a pipe; the test checks the reports and what it sees from outside."""
+
+import ctypes
+import errno
+import faulthandler
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import threading
+import time
+import traceback
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from flashinfer_bench.bench.runner import sandbox
+from flashinfer_bench.bench.runner.sandbox import (
+    Isolation,
+    SandboxPolicy,
+    enter_sandbox,
+    probe_isolation,
+    terminate_sandboxed,
+)
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
+PR_SET_NAME = 15
+MS_REMOUNT = 0x20
+MS_BIND = 0x1000
+MNT_DETACH = 2
+REPORT_TIMEOUT_S = 10.0
+GONE_TIMEOUT_S = 5.0
+#: Exit status of a forked child whose attack raised (the traceback is reported).
+ATTACK_FAILED = 99
+FULL_ISOLATION = ("user namespace", "pid namespace", "mount namespace", "ipc namespace", "private /proc",
+                  "no capabilities", "no new privileges", "dies with its parent")
+
+
+class Reporter:
+    """The sandboxed side of the pipe: ``report(value)`` sends one JSON line to the test."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def __call__(self, value: object) -> None:
+        os.write(self.fd, (json.dumps(value) + "\n").encode())
+
+
+Attack = Callable[[Isolation, Reporter], None]
+
+
+def fork() -> int:
+    """fork(), without Python 3.12's warning about the threads of pytest's process (torch starts some):
+    the children only make system calls, sleep and write to pipes."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return os.fork()
+
+
+def reap(pid: int, timeout: float = GONE_TIMEOUT_S) -> int:
+    """Wait for our child ``pid`` and return its exit code as multiprocessing gives it; SIGKILL it and fail the
+    test if it does not end in time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail(f"process {pid} still ran after {timeout} s")
+        time.sleep(0.01)
+
+
+def enter_and_attack(policy: SandboxPolicy, attack: Attack, report: Reporter,
+                     before: Callable[[], None] | None = None) -> None:
+    """Body of a forked child: never returns into pytest."""
+    status = 0
+    try:
+        faulthandler.disable()  # a deliberate crash should not print pytest's fault traceback
+        if before is not None:
+            before()
+        attack(enter_sandbox(policy), report)
+    except BaseException:
+        report({"error": traceback.format_exc()})
+        status = ATTACK_FAILED
+    finally:
+        os._exit(status)
+
+
+def start(policy: SandboxPolicy, attack: Attack, before: Callable[[], None] | None = None) -> tuple[int, int]:
+    """Fork a child that runs ``attack`` in the sandbox; returns its pid (the waiter) and the reports' read end."""
+    read_fd, write_fd = os.pipe()
+    pid = fork()
+    if pid == 0:
+        os.close(read_fd)
+        enter_and_attack(policy, attack, Reporter(write_fd), before)
+    os.close(write_fd)
+    return pid, read_fd
+
+
+def read_reports(fd: int, count: int | None = None, timeout: float = REPORT_TIMEOUT_S) -> list:
+    """Reports until ``count`` of them (or EOF when None) have arrived; fails on a timeout or a reported error."""
+    reports: list = []
+    buffer = b""
+    deadline = time.monotonic() + timeout
+    while count is None or len(reports) < count:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            pytest.fail(f"no report within {timeout} s; got {reports}")
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        *lines, buffer = (buffer + chunk).split(b"\n")
+        reports.extend(json.loads(line) for line in lines)
+    for report in reports:
+        if isinstance(report, dict) and "error" in report:
+            pytest.fail(f"the sandboxed child failed:\n{report['error']}")
+    if count is not None and len(reports) < count:
+        pytest.fail(f"EOF after {len(reports)} of {count} reports: {reports}")
+    return reports
+
+
+def run(policy: SandboxPolicy, attack: Attack, before: Callable[[], None] | None = None) -> tuple[list, int]:
+    """Run ``attack`` to its end; returns the reports and the waiter's exit code as multiprocessing gives it."""
+    pid, fd = start(policy, attack, before)
+    try:
+        reports = read_reports(fd)
+    finally:
+        os.close(fd)
+    return reports, reap(pid)
+
+
+def outcome(action: Callable[[], object]) -> str:
+    """"ok", or the errno name of the OSError ``action`` raised."""
+    try:
+        action()
+    except OSError as error:
+        return errno.errorcode[error.errno]
+    return "ok"
+
+
+def libc_call(result: int) -> None:
+    """Raise the OSError a failed libc call (made with LIBC) left in errno."""
+    if result != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+
+
+def set_name(name: str) -> None:
+    LIBC.prctl(PR_SET_NAME, name.encode(), 0, 0, 0)
+
+
+def clear_pdeathsig() -> None:
+    LIBC.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)
+
+
+def leave_children_behind(marker: str, report: Reporter) -> None:
+    """Start a child ("<marker>g") that stays, and a detached one ("<marker>d": double fork, setsid, no
+    PDEATHSIG); each reports once it carries its name, then sleeps."""
+    if fork() == 0:
+        try:
+            set_name(marker + "g")
+            if fork() == 0:
+                os.setsid()
+                if fork() == 0:
+                    clear_pdeathsig()
+                    set_name(marker + "d")
+                    report({"started": "d"})
+                    time.sleep(60)
+                os._exit(0)
+            report({"started": "g"})
+            time.sleep(60)
+        finally:
+            os._exit(0)
+
+
+def processes_named(marker: str) -> dict[int, str]:
+    """The processes whose name starts with ``marker`` (outer pid: the rest of the name), zombies included."""
+    found = {}
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            comm = Path(f"/proc/{name}/comm").read_text().strip()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if comm.startswith(marker):
+            found[int(name)] = comm[len(marker):]
+    return found
+
+
+def pid_named(marker: str, suffix: str) -> int:
+    (pid,) = [pid for pid, name in processes_named(marker).items() if name == suffix]
+    return pid
+
+
+def gone(pid: int) -> bool:
+    """No such process, or a zombie (dead, waiting for whoever reaps it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in (b"Z", b"X")
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = GONE_TIMEOUT_S) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def all_gone(marker: str, *pids: int) -> bool:
+    """Whether ``pids`` and every process named with ``marker`` end (soon)."""
+    return wait_for(lambda: all(gone(pid) for pid in [*pids, *processes_named(marker)]))
+
+
+@pytest.fixture
+def marker() -> Iterator[str]:
+    """A process-name prefix unique to the test; whatever still carries it afterwards is killed."""
+    name = f"fbx{uuid.uuid4().hex[:8]}"
+    yield name
+    for pid in processes_named(name):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def start_hostile_worker(marker: str, policy: SandboxPolicy | None = None, before: Callable[[], None] | None = None,
+                         ignore_sigterm: bool = True) -> tuple[int, int, list]:
+    """A sandboxed worker ("<marker>w") that clears its PDEATHSIG, ignores SIGTERM (if asked to) and leaves
+    children behind.
+
+    Returns the waiter's pid, the reports' read end and the reports so far (isolation, then started ones)."""
+    def attack(isolation: Isolation, report: Reporter) -> None:
+        clear_pdeathsig()
+        if ignore_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        set_name(marker + "w")
+        report({"applied": isolation.applied, "missing": isolation.missing, "pid": os.getpid()})
+        leave_children_behind(marker, report)
+        report({"started": "w"})
+        time.sleep(60)
+
+    pid, fd = start(policy or SandboxPolicy(), attack, before)
+    return pid, fd, read_reports(fd, count=4)
+
+
+# --- files -----------------------------------------------------------------------------------------------
+
+
+def test_read_only_paths_reject_every_write_and_cannot_be_made_writable_again(tmp_path):
+    tree = tmp_path / "trace_set"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "mnt").mkdir()
+    (tree / "f").write_text("original")
+    single = tmp_path / "definition.json"
+    single.write_text("original")
+    writable = tmp_path / "rw"
+    writable.mkdir()
+
+    def before() -> None:
+        # A mount below the read-only tree (in a namespace of the child's own), which must be read-only too;
+        # and the current directory inside the tree, which must not keep a way around the new mounts.
+        uid, gid = os.geteuid(), os.getegid()
+        sandbox._unshare(sandbox.CLONE_NEWUSER | sandbox.CLONE_NEWNS)
+        sandbox._map_ids(uid, gid)
+        sandbox._mount("tmpfs", str(tree / "mnt"), "tmpfs", 0)
+        os.chdir(tree)
+
+    def remount() -> None:
+        libc_call(LIBC.mount(None, str(tree).encode(), None, MS_REMOUNT | MS_BIND, None))
+
+    def unmount() -> None:
+        libc_call(LIBC.umount2(str(tree).encode(), MNT_DETACH))
+
+    def attack(isolation: Isolation, report: Reporter) -> None:
+        f = tree / "f"
+        attempts = {
+            "write": lambda: open(f, "w"),
+            "append": lambda: open(f, "a"),
+            "create": lambda: open(tree / "new", "x"),
+            "create in cwd": lambda: open("relative", "x"),
+            "create below a mount": lambda: open(tree / "mnt" / "new", "x"),
+            "create in a subdirectory": lambda: open(tree / "sub" / "new", "x"),
+            "mkdir": lambda: os.mkdir(tree / "dir"),
+            "rename": lambda: os.rename(f, tree / "g"),
+            "unlink": lambda: os.unlink(f),
+            "rmdir": lambda: os.rmdir(tree / "sub"),
+            "truncate": lambda: os.truncate(f, 0),
+            "chmod": lambda: os.chmod(f, 0o777),
+            "symlink": lambda: os.symlink("/etc/passwd", tree / "link"),
+            "write a read-only file": lambda: open(single, "w"),
+            "remount read-write": remount,
+            "unmount": unmount,
+            "rename out": lambda: os.rename(f, writable / "f"),
+            # The same again from a new user namespace, where the process has every capability once more.
+            "new user namespace": lambda: libc_call(LIBC.unshare(sandbox.CLONE_NEWUSER | sandbox.CLONE_NEWNS)),
+            "remount there": remount,
+            "unmount there": unmount,
+            "write there": lambda: open(f, "w"),
+        }
+        results = {name: outcome(action) for name, action in attempts.items()}
+        results["writable sibling"] = outcome(lambda: (writable / "new").write_text("fine"))
+        results["/tmp"] = outcome(lambda: open(f"/tmp/{uuid.uuid4().hex}", "x").close())
+        report({"complete": isolation.complete, "results": results})
+
+    reports, exitcode = run(SandboxPolicy(read_only=(str(tree), str(single))), attack, before)
+    assert exitcode == 0
+    (report,) = reports
+    assert report["complete"]
+    results = report["results"]
+    refused = {name for name, result in results.items() if result == "EROFS"}
+    assert refused == {"write", "append", "create", "create in cwd", "create below a mount",
+                       "create in a subdirectory", "mkdir", "rename", "unlink", "rmdir", "truncate", "chmod",
+                       "symlink", "write a read-only file", "write there"}
+    assert results["rename out"] in ("EXDEV", "EROFS")
+    assert results["remount read-write"] == "EPERM"
+    assert results["unmount"] == "EPERM"
+    assert results["new user namespace"] == "ok"  # allowed, but gives nothing back:
+    assert results["remount there"] == "EPERM"
+    assert results["unmount there"] in ("EINVAL", "EPERM")
+    assert results["writable sibling"] == "ok"
+    assert results["/tmp"] == "ok"
+    assert sorted(p.name for p in tree.iterdir()) == ["f", "mnt", "sub"]
+    assert (tree / "f").read_text() == "original" and single.read_text() == "original"
+    assert list((tree / "mnt").iterdir()) == [] and list((tree / "sub").iterdir()) == []
+    assert (writable / "new").read_text() == "fine"
+
+
+def test_hidden_directory_shows_nothing_and_its_socket_cannot_be_reached(tmp_path):
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "secret").write_text("forkserver")
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(hidden / "listener"))
+    listener.listen()
+    listener.setblocking(False)
+
+    def attack(isolation: Isolation, report: Reporter) -> None:
+        client = socket.socket(socket.AF_UNIX)
+        report({
+            "complete": isolation.complete,
+            "listing": os.listdir(hidden),
+            "read": outcome(lambda: (hidden / "secret").read_text()),
+            "connect": outcome(lambda: client.connect(str(hidden / "listener"))),
+            "create": outcome(lambda: open(hidden / "new", "x")),
+        })
+
+    reports, exitcode = run(SandboxPolicy(hidden=(str(hidden),)), attack)
+    assert exitcode == 0
+    assert reports == [{"complete": True, "listing": [], "read": "ENOENT", "connect": "ENOENT", "create": "EROFS"}]
+    with pytest.raises(BlockingIOError):
+        listener.accept()  # nobody got through
+    listener.close()
+    assert sorted(p.name for p in hidden.iterdir()) == ["listener", "secret"]
+
+
+# --- processes -------------------------------------------------------------------------------------------
+
+
+def test_outside_processes_are_invisible_and_out_of_reach():
+    test_pid = os.getpid()
+
+    def attack(isolation: Isolation, report: Reporter) -> None:
+        status = dict(line.split(":\t", 1) for line in Path("/proc/self/status").read_text().splitlines())
+        report({
+            "isolation": [list(isolation.applied), list(isolation.missing)],
+            "pid": os.getpid(),
+            "visible": sorted(int(name) for name in os.listdir("/proc") if name.isdigit()),
+            "signal the test": outcome(lambda: os.kill(test_pid, 0)),
+            "capabilities": [status[key].strip() for key in ("CapEff", "CapPrm", "CapInh", "CapBnd", "CapAmb")],
+            "no_new_privs": status["NoNewPrivs"].strip(),
+        })
+
+    (report,), exitcode = run(SandboxPolicy(), attack)
+    assert exitcode == 0
+    applied, missing = report["isolation"]
+    assert missing == [] and set(applied) == set(FULL_ISOLATION)
+    assert report["pid"] == 1
+    assert report["visible"] == [1]
+    assert report["signal the test"] == "ESRCH"
+    assert report["capabilities"] == ["0000000000000000"] * 5
+    assert report["no_new_privs"] == "1"
+
+
+def test_terminate_kills_every_descendant_however_detached(marker):
+    waiter, fd, reports = start_hostile_worker(marker)
+    try:
+        assert reports[0]["pid"] == 1
+        tree = processes_named(marker)
+        assert set(tree.values()) == {"w", "g", "d"}
+        started = time.monotonic()
+        terminate_sandboxed(waiter)
+        took = time.monotonic() - started
+        assert reap(waiter) < 0
+        assert all_gone(marker, *tree)
+        assert took < 1.0  # the waiter took the namespace down on SIGTERM, no SIGKILL after the grace time
+        assert read_reports(fd) == []  # EOF: nothing holds the pipe any more
+    finally:
+        os.close(fd)
+
+
+def test_namespace_dies_when_the_waiters_parent_dies(marker):
+    read_fd, write_fd = os.pipe()
+    middle = fork()
+    if middle == 0:  # the waiter's parent, as the forkserver is a worker's
+        try:
+            os.close(read_fd)
+            report = Reporter(write_fd)
+
+            def attack(isolation: Isolation, report: Reporter) -> None:
+                clear_pdeathsig()
+                set_name(marker + "w")
+                leave_children_behind(marker, report)
+                report({"started": "w"})
+                time.sleep(60)
+
+            waiter = fork()
+            if waiter == 0:
+                enter_and_attack(SandboxPolicy(), attack, report)
+            report({"waiter": waiter})
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    try:
+        reports = read_reports(read_fd, count=4)
+        (waiter,) = [report["waiter"] for report in reports if "waiter" in report]
+        tree = processes_named(marker)
+        assert set(tree.values()) == {"w", "g", "d"}
+        os.kill(middle, signal.SIGKILL)
+        reap(middle)
+        assert all_gone(marker, waiter, *tree)
+    finally:
+        os.close(read_fd)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1], ids=lambda s: s.name)
+def test_a_deadly_signal_to_the_waiter_takes_the_namespace_down(marker, signum):
+    waiter, fd, _ = start_hostile_worker(marker)
+    try:
+        tree = processes_named(marker)
+        os.kill(waiter, signal.SIGINT)  # shrugged off: a terminal's Ctrl-C reaches the worker itself
+        time.sleep(0.05)
+        assert not gone(waiter)
+        os.kill(waiter, signum)  # SIGTERM: what Process.terminate() does
+        assert reap(waiter) == -signum
+        assert all_gone(marker, *tree)
+    finally:
+        os.close(fd)
+
+
+def test_sigkill_to_the_waiter_still_ends_a_worker_that_kept_its_pdeathsig(marker):
+    def attack(isolation: Isolation, report: Reporter) -> None:
+        set_name(marker + "w")
+        report({"started": "w"})
+        time.sleep(60)
+
+    waiter, fd = start(SandboxPolicy(), attack)
+    try:
+        read_reports(fd, count=1)
+        worker = pid_named(marker, "w")
+        os.kill(waiter, signal.SIGKILL)
+        reap(waiter)
+        assert all_gone(marker, worker)
+    finally:
+        os.close(fd)
+
+
+def segfault() -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    ctypes.string_at(0)
+
+
+@pytest.mark.parametrize(("end", "exitcode"), [
+    (lambda: os._exit(0), 0),
+    (lambda: os._exit(3), 3),
+    (segfault, -signal.SIGSEGV),
+], ids=["exit-0", "exit-3", "segfault"])
+def test_the_waiter_ends_the_way_its_child_did(end, exitcode):
+    reports, waiter_exitcode = run(SandboxPolicy(), lambda isolation, report: end())
+    assert waiter_exitcode == exitcode
+
+
+def test_the_waiter_dies_by_the_signal_that_killed_its_child_from_outside(marker):
+    def attack(isolation: Isolation, report: Reporter) -> None:
+        set_name(marker + "w")
+        report({"started": "w"})
+        time.sleep(60)
+
+    waiter, fd = start(SandboxPolicy(), attack)
+    try:
+        read_reports(fd, count=1)
+        os.kill(pid_named(marker, "w"), signal.SIGKILL)
+        assert reap(waiter) == -signal.SIGKILL
+    finally:
+        os.close(fd)
+
+
+def test_the_waiter_holds_no_descriptor_of_its_parent():
+    def attack(isolation: Isolation, report: Reporter) -> None:
+        report({"started": "w"})
+        os.close(report.fd)
+        time.sleep(60)
+
+    waiter, fd = start(SandboxPolicy(), attack)
+    try:
+        read_reports(fd, count=1)
+        assert read_reports(fd, timeout=2.0) == []  # EOF while the waiter still runs: it let go of the pipe
+        assert not gone(waiter)
+        targets = {int(n): os.readlink(f"/proc/{waiter}/fd/{n}") for n in os.listdir(f"/proc/{waiter}/fd")}
+        assert set(targets) == {0, 1, 2, sandbox.WAITER_KEPT_FD}
+        assert {targets[0], targets[1], targets[2]} == {os.devnull}
+        assert targets[sandbox.WAITER_KEPT_FD] != f"pipe:[{os.fstat(fd).st_ino}]"
+    finally:
+        terminate_sandboxed(waiter)
+        reap(waiter)
+        os.close(fd)
+
+
+# --- probing and describing ------------------------------------------------------------------------------
+
+
+def test_probe_reports_complete_isolation_on_this_machine(tmp_path):
+    isolation = probe_isolation()
+    assert isolation.complete, isolation.describe()
+    assert set(isolation.applied) == set(FULL_ISOLATION)
+    assert "weaker" not in isolation.describe()
+    assert probe_isolation() is isolation  # cached
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "hidden").mkdir()
+    with_paths = probe_isolation(SandboxPolicy(read_only=(str(tmp_path / "ro"),), hidden=(str(tmp_path / "hidden"),)))
+    assert with_paths.complete and {"read-only paths", "hidden paths"} <= set(with_paths.applied)
+    broken = probe_isolation(SandboxPolicy(read_only=(str(tmp_path / "absent"),)))
+    assert not broken.complete
+    assert broken.missing == (f"read-only paths: {tmp_path / 'absent'}: mount({tmp_path / 'absent'}) failed: "
+                              "ENOENT (No such file or directory)",)
+
+
+def test_describe_says_weaker_isolation_when_something_is_missing():
+    weaker = Isolation(applied=("no new privileges",),
+                       missing=("pid namespace: unshare failed: EPERM (unprivileged user namespaces disabled?)",))
+    assert not weaker.complete
+    line = weaker.describe()
+    assert line.startswith("weaker isolation:") and "pid namespace: unshare failed: EPERM" in line
+    assert "no new privileges" in line and "\n" not in line
+    assert Isolation(applied=("pid namespace",), missing=()).describe() == "full isolation: pid namespace"
+
+
+# --- fallback --------------------------------------------------------------------------------------------
+
+
+def refuse_namespaces(flags: int) -> None:
+    """What ``unshare`` raises where unprivileged user namespaces are disabled."""
+    raise sandbox._error("unshare", errno.EPERM, sandbox.UNSHARE_HINTS[errno.EPERM])
+
+
+@pytest.mark.parametrize("ignore_sigterm", [True, False], ids=["ignores-sigterm", "dies-on-sigterm"])
+def test_fallback_says_what_is_missing_and_still_kills_detached_descendants(marker, tmp_path, ignore_sigterm):
+    def before() -> None:
+        sandbox._unshare = refuse_namespaces  # only in this forked child
+
+    policy = SandboxPolicy(read_only=(str(tmp_path),), hidden=(str(tmp_path),))
+    worker, fd, reports = start_hostile_worker(marker, policy, before, ignore_sigterm)
+    try:
+        isolation = Isolation(tuple(reports[0]["applied"]), tuple(reports[0]["missing"]))
+        assert not isolation.complete and "weaker isolation" in isolation.describe()
+        assert set(isolation.applied) == {"dies with its parent", "subreaper", "own session", "no new privileges",
+                                          "no capabilities"}
+        reason = "unshare failed: EPERM (unprivileged user namespaces disabled?)"
+        assert set(isolation.missing) == {f"{name}: {reason}" for name in (
+            "user namespace", "pid namespace", "mount namespace", "ipc namespace", "private /proc",
+            "read-only paths", "hidden paths")}
+        assert reports[0]["pid"] == worker  # no new pid namespace
+        tree = processes_named(marker)
+        assert set(tree.values()) == {"w", "g", "d"}
+        detached = pid_named(marker, "d")
+        assert wait_for(lambda: parent_of(detached) == worker)  # the subreaper keeps it below the worker
+        terminate_sandboxed(worker, grace_s=0.2)  # SIGKILL after the grace time if it ignores SIGTERM
+        assert reap(worker) == -(signal.SIGKILL if ignore_sigterm else signal.SIGTERM)
+        assert all_gone(marker, *tree)
+    finally:
+        os.close(fd)
+
+
+def test_a_multithreaded_caller_gets_the_fallback_with_the_reason():
+    stop = threading.Event()
+
+    def attack(isolation: Isolation, report: Reporter) -> None:
+        report(list(isolation.missing))
+
+    reports, exitcode = run(SandboxPolicy(), attack,
+                            before=lambda: threading.Thread(target=stop.wait, daemon=True).start())
+    assert exitcode == 0
+    assert "user namespace: unshare needs a single-threaded process, this one has 2 threads" in reports[0]
