@@ -120,9 +120,9 @@ def timed_call(callee: Callee, definition: Definition, workload: Workload, input
     return call_keeping_result, lambda: normalize_outputs(latest[0], len(definition.outputs))
 
 
-def write_values(into: Sequence[Any], source: Sequence[Any]) -> None:
-    """Copy the values of ``source``'s tensors into the tensors of ``into`` (same shapes), in place."""
+def take_values(into: Sequence[Any], source: Sequence[Any]) -> None:
+    """Make each tensor of ``into`` hold the values of the tensor at its place in ``source`` (same shapes), by
+    taking over its storage: no copy, and the same tensor objects, so a call made with ``into`` sees them."""
     for dst, src in zip(into, source, strict=True):
         if isinstance(dst, torch.Tensor):
-            dst.copy_(src)
-
+            dst.set_(src)

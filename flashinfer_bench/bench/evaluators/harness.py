@@ -23,8 +23,8 @@ from flashinfer_bench.bench.evaluators.calling import (
     clone_inputs,
     invoke,
     modified_inputs,
+    take_values,
     timed_call,
-    write_values,
 )
 from flashinfer_bench.bench.evaluators.compare import output_mismatch
 from flashinfer_bench.bench.evaluators.slot import Slot, TensorLayout, output_layouts
@@ -142,7 +142,7 @@ class Harness:
             nonlocal begun
             if begun:
                 self._report(begun - 1, latest, exchange, slot)
-                write_values(live, self.inputs(exchange.next_seed()))
+                take_values(live, self.inputs(exchange.next_seed()))
             begun += 1
 
         result = bench_gpu_time_detailed(call, num_iters=iterations, dry_run_iters=warmup, device=self.device,

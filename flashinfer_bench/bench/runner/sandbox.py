@@ -15,7 +15,8 @@ creates a user, mount, pid and IPC namespace (``unshare``) and forks once:
 
 Guaranteed once :func:`enter_sandbox` returns an :class:`Isolation` that is ``complete``:
 
-* no process outside the namespace can be seen (a fresh /proc) or signalled;
+* no process outside the namespace can be seen (a fresh /proc) or signalled (the worker leads its own
+  session, so not even ``kill(0, sig)`` reaches the process group it came from);
 * the ``read_only`` paths (recursively, with the mounts below them) cannot be written, created in, renamed
   or unlinked (EROFS), also through the current directory when it lies below one of them;
 * the ``hidden`` directories show an empty read-only tmpfs: their files and unix sockets cannot be reached;
@@ -469,6 +470,13 @@ def _confine(policy: SandboxPolicy, alive: int) -> Isolation:
     """pid 1 of the new namespace: the mounts, then give up every privilege that could undo them."""
     report = _Report(["user namespace", "pid namespace", "ipc namespace"])
     report.step("dies with its parent", lambda: _die_with_waiter(alive))
+    # A new pid namespace keeps the caller's process group, which lies outside it: kill(0, sig) would still
+    # reach the CLI, the forkserver and the judges. Leaving it is not optional.
+    try:
+        _own_session()
+    except OSError as error:
+        raise SandboxError(f"leaving the caller's process group failed: {_reason(error)}") from None
+    report.applied.append("own session")
     report.step("mount namespace", _make_mounts_private)
     report.step("private /proc", _mount_proc)
     if policy.read_only:

@@ -42,7 +42,7 @@ GONE_TIMEOUT_S = 5.0
 #: Exit status of a forked child whose attack raised (the traceback is reported).
 ATTACK_FAILED = 99
 FULL_ISOLATION = ("user namespace", "pid namespace", "mount namespace", "ipc namespace", "private /proc",
-                  "no capabilities", "no new privileges", "dies with its parent")
+                  "own session", "no capabilities", "no new privileges", "dies with its parent")
 
 
 class Reporter:
@@ -384,6 +384,7 @@ def test_outside_processes_are_invisible_and_out_of_reach():
             "pid": os.getpid(),
             "visible": sorted(int(name) for name in os.listdir("/proc") if name.isdigit()),
             "signal the test": outcome(lambda: os.kill(test_pid, 0)),
+            "session": [os.getsid(0), os.getpgrp()],
             "capabilities": [status[key].strip() for key in ("CapEff", "CapPrm", "CapInh", "CapBnd", "CapAmb")],
             "no_new_privs": status["NoNewPrivs"].strip(),
         })
@@ -395,6 +396,7 @@ def test_outside_processes_are_invisible_and_out_of_reach():
     assert report["pid"] == 1
     assert report["visible"] == [1]
     assert report["signal the test"] == "ESRCH"
+    assert report["session"] == [1, 1]  # kill(0, sig) reaches its own group, not the one it came from
     assert report["capabilities"] == ["0000000000000000"] * 5
     assert report["no_new_privs"] == "1"
 
