@@ -9,7 +9,10 @@ warms the build cache once, then runs each runner in a fresh process at default 
   divided by the number of evaluations;
 - the wall time of a verdict for a solution that crashes (segfault) against one that passes.
 
-    python benchmarks/harness_overhead.py [--solutions 4] [--workloads 8] [--json out.json]
+    python benchmarks/harness_overhead.py [--solutions 4] [--workloads 8] [--json out.json] [--profile DIR]
+
+``--profile DIR``: the judge and worker processes of the persistent run write cProfile stats into DIR, and the
+20 functions with most cumulative time in each are printed.
 """
 
 from __future__ import annotations
@@ -133,9 +136,14 @@ def child(runner_kind: str, root: str) -> None:
                       "calls_per_evaluation": calls}))
 
 
-def run_child(kind: str, root: Path) -> dict:
+def run_child(kind: str, root: Path, profile_dir: str | None = None) -> dict:
+    import os
+
+    from flashinfer_bench.bench.runner.device_setup import PROFILE_DIR_ENV
+
+    env = {**os.environ, **({PROFILE_DIR_ENV: profile_dir} if profile_dir else {})}
     done = subprocess.run([sys.executable, __file__, "--child", kind, "--root", str(root)], capture_output=True,
-                          text=True)
+                          text=True, env=env)
     if done.returncode != 0:
         raise SystemExit(f"{kind} run failed:\n{done.stderr[-4000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -146,6 +154,7 @@ def main() -> None:
     parser.add_argument("--solutions", type=int, default=4)
     parser.add_argument("--workloads", type=int, default=8)
     parser.add_argument("--json", help="write all numbers here")
+    parser.add_argument("--profile", help="write the persistent run's judge and worker profiles here")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--root", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -158,6 +167,15 @@ def main() -> None:
     init_s = torch_and_device_init_s()
     run_child("persistent", clean)  # first compile of every solution, excluded from what follows
     report = {"torch_and_device_init_s": init_s}
+    if args.profile:
+        Path(args.profile).mkdir(parents=True, exist_ok=True)
+        run_child("persistent", clean, args.profile)
+        import pstats
+
+        for path in sorted(Path(args.profile).glob("*.prof")):
+            print(f"--- {path.name}")
+            pstats.Stats(str(path)).sort_stats("cumulative").print_stats(20)
+        return
     for kind in ("persistent", "isolated"):
         result = run_child(kind, clean)
         references = result["reference_latency_ms"] or 0.0

@@ -5,7 +5,7 @@ on the first device (the GPU when there is one) at the default settings, and pri
 evaluation and the functions that took most of it (cProfile, cumulative). Compare its per-evaluation time
 with ``harness_overhead.py``'s to see what the process boundary costs.
 
-    python benchmarks/timed_call_costs.py [--n 65536] [--evaluations 5] [--top 30]
+    python benchmarks/timed_call_costs.py [--n 65536] [--evaluations 5] [--top 30] [--check-probability P]
 """
 
 from __future__ import annotations
@@ -39,17 +39,55 @@ def evaluate(ctx: EvaluationContext) -> None:
     DefaultEvaluator.eval_performance(ctx, solution, baseline)
 
 
+def _echo(conn) -> None:
+    from flashinfer_bench.bench.runner.wire import JudgeChannel
+
+    channel = JudgeChannel(conn)
+    while channel.receive()["op"] == "next":
+        channel.send(op="done", index=0)
+
+
+def channel_round_trip_us(trips: int = 2000) -> float:
+    """One request and answer over the judge-worker channel (runner/wire.py) between two processes."""
+    import multiprocessing
+
+    from flashinfer_bench.bench.runner.wire import WorkerChannel
+
+    context = multiprocessing.get_context("fork")
+    mine, theirs = context.Pipe()
+    echo = context.Process(target=_echo, args=(theirs,))
+    echo.start()
+    channel = WorkerChannel(mine)
+    start = time.perf_counter()
+    for _ in range(trips):
+        channel.send(op="next", seed=12345678901234)
+        channel.receive("done")
+    elapsed = time.perf_counter() - start
+    channel.send(op="stop")
+    echo.join()
+    return elapsed / trips * 1e6
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=65536)
     parser.add_argument("--evaluations", type=int, default=5)
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--check-probability", type=float, help="extra.timed_check_probability (default: its default)")
     args = parser.parse_args()
     definition = Definition.model_validate(SCALE_ADD)
-    config = BenchmarkConfig.default().resolve(definition)
+    extra = {} if args.check_probability is None else {"timed_check_probability": args.check_probability}
+    config = BenchmarkConfig.default(extra=extra).resolve(definition)
     ctx = EvaluationContext(definition, Workload(uuid="w", axes={"n": args.n}, inputs={}), config,
                             available_devices()[0], None, new_run_secret())
     evaluate(ctx)  # first calls, CUPTI set-up
+    start = time.perf_counter()
+    for _ in range(args.evaluations):
+        evaluate(ctx)
+    calls = config.num_trials * (config.warmup_runs + config.iterations + 1)
+    print(f"device {ctx.device}: {(time.perf_counter() - start) / args.evaluations * 1e3:.1f} ms per evaluation "
+          f"({calls} solution calls)")
+    print(f"judge-worker channel: {channel_round_trip_us():.1f} us per round trip")
     profile = cProfile.Profile()
     start = time.perf_counter()
     profile.enable()
@@ -57,8 +95,7 @@ def main() -> None:
         evaluate(ctx)
     profile.disable()
     per = (time.perf_counter() - start) / args.evaluations
-    calls = config.num_trials * (config.warmup_runs + config.iterations + 1)
-    print(f"device {ctx.device}: {per * 1e3:.1f} ms per evaluation ({calls} solution calls), profiled")
+    print(f"device {ctx.device}: {per * 1e3:.1f} ms per evaluation under the profiler")
     pstats.Stats(profile).sort_stats("cumulative").print_stats(args.top)
 
 

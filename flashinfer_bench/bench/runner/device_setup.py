@@ -7,8 +7,13 @@ import contextlib
 import os
 import platform
 import sys
+from collections.abc import Iterator
 from importlib import metadata
 from typing import Any
+
+#: When set, judge and worker processes run under cProfile and write ``<role>-<pid>.prof`` there when they stop
+#: (a diagnostic for benchmarks/harness_overhead.py --profile).
+PROFILE_DIR_ENV = "FLASHINFER_BENCH_PROFILE_DIR"
 
 #: prctl(2) options: the signal this process gets when its parent exits; whether it can be ptraced or dumped.
 PR_SET_PDEATHSIG = 1
@@ -106,3 +111,22 @@ def make_undumpable() -> None:
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0)
+
+
+@contextlib.contextmanager
+def profiled(role: str) -> Iterator[None]:
+    """cProfile around the body when $FLASHINFER_BENCH_PROFILE_DIR is set (the stats are written on a normal stop)."""
+    directory = os.environ.get(PROFILE_DIR_ENV)
+    if not directory:
+        yield
+        return
+    import cProfile
+    import time
+
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        yield
+    finally:
+        profile.disable()
+        profile.dump_stats(os.path.join(directory, f"{role}-{os.getpid()}-{time.monotonic_ns()}.prof"))

@@ -25,6 +25,7 @@ from flashinfer_bench.bench.runner.device_setup import (
     die_with_parent,
     make_undumpable,
     prepare_device,
+    profiled,
 )
 from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
 from flashinfer_bench.bench.runner.remote import RemoteSolution, SlotKeeper
@@ -189,6 +190,7 @@ def judge_main(conn: Connection, device: str) -> None:
     die_with_parent()
     make_undumpable()
     try:
-        Judge(conn, device).serve()
+        with profiled("judge"):
+            Judge(conn, device).serve()
     except (EOFError, KeyboardInterrupt, BrokenPipeError):
         pass

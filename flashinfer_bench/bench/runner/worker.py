@@ -16,7 +16,12 @@ from typing import Any
 
 from flashinfer_bench.bench.evaluators.harness import CallFailed, Harness, failure_of, stopped_by_judge
 from flashinfer_bench.bench.evaluators.slot import Slot
-from flashinfer_bench.bench.runner.device_setup import device_is_healthy, prepare_device, release_forkserver
+from flashinfer_bench.bench.runner.device_setup import (
+    device_is_healthy,
+    prepare_device,
+    profiled,
+    release_forkserver,
+)
 from flashinfer_bench.bench.runner.sandbox import SandboxError, SandboxPolicy, enter_sandbox
 from flashinfer_bench.bench.runner.torch_state import preserved_torch_state
 from flashinfer_bench.bench.runner.wire import MAX_FAILURE_CHARS, JudgeChannel
@@ -165,6 +170,7 @@ def worker_main(conn: Connection, device: str, cache_dir: str | None, policy: Sa
                      healthy=False)
         return
     try:
-        Worker(channel, device, cache_dir).serve(isolation.describe())
+        with profiled("worker"):
+            Worker(channel, device, cache_dir).serve(isolation.describe())
     except (EOFError, KeyboardInterrupt, BrokenPipeError):
         pass
