@@ -105,7 +105,9 @@ class TimedCheck:
 
 class TimedSchedule:
     """The judge's side of one timing loop: hands out a fresh seed per call, picks calls to check after they
-    ran, checks them, and clocks each call from the moment its seed is handed out until it is reported done."""
+    ran, keeps their outputs, and clocks each call from the moment its seed is handed out until it is reported
+    done. The picked calls are judged after the loop (``judge_picked``), so that the judge puts no work on the
+    device between the solution's calls."""
 
     def __init__(self, ctx: EvaluationContext, check: TimedCheck, session: int, warmup: int, iterations: int) -> None:
         self.ctx, self.check, self.session = ctx, check, session
@@ -115,8 +117,7 @@ class TimedSchedule:
         self.issued_at: list[float] = []
         self.wall_ms: list[float] = []
         self.input_ms: list[float] = []
-        self.checked = 0
-        self.failure: CorrectnessResult | None = None
+        self.picked: list[tuple[int, tuple[torch.Tensor, ...]]] = []
 
     def _issue(self) -> int:
         seed = self.ctx.seed_for("timed", self.session, len(self.seeds))
@@ -135,18 +136,21 @@ class TimedSchedule:
             raise CallFailed(EvaluationStatus.RUNTIME_ERROR, f"the timing loop reported call {index} out of order")
         self.wall_ms.append((time.perf_counter() - self.issued_at[index]) * 1e3)
         last = index + 1 >= self.calls
-        return self.random.random() < self.check.probability or (last and self.checked == 0)
+        return self.random.random() < self.check.probability or (last and not self.picked)
 
-    def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...]) -> bool:
-        start = time.perf_counter()
-        inputs = self.ctx.inputs(self.seeds[index])
-        self.input_ms.append((time.perf_counter() - start) * 1e3)
-        self.checked += 1
-        result = self.check.check(inputs, outputs)
-        if result is not None and not result.passed:
-            self.failure = result
-            return False
-        return True
+    def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...]) -> None:
+        self.picked.append((self.seeds[index], outputs))
+
+    def judge_picked(self) -> CorrectnessResult | None:
+        """The first failing verdict among the picked calls (then ``check.finish``'s), or None."""
+        for seed, outputs in self.picked:
+            start = time.perf_counter()
+            inputs = self.ctx.inputs(seed)
+            self.input_ms.append((time.perf_counter() - start) * 1e3)
+            result = self.check.check(inputs, tuple(t.to(self.ctx.device) for t in outputs))
+            if result is not None and not result.passed:
+                return result
+        return self.check.finish()
 
     def latency_ms(self, claim: TimingClaim) -> tuple[float, list[str]]:
         """The latency to record, and a note when the claim is not believed.
@@ -276,15 +280,10 @@ class Evaluator(ABC):
         for session in range(cfg.num_trials):
             check = cls.timed_check(ctx, baseline)
             schedule = TimedSchedule(ctx, check, session, cfg.warmup_runs, cfg.iterations)
-            try:
-                claim = solution.time(cfg.iterations, cfg.warmup_runs, schedule)
-            except CallFailed:
-                if schedule.failure is not None:
-                    raise TimedOutputsMismatch(schedule.failure) from None
-                raise
-            final = schedule.failure or check.finish()
-            if final is not None and not final.passed:
-                raise TimedOutputsMismatch(final)
+            claim = solution.time(cfg.iterations, cfg.warmup_runs, schedule)
+            failure = schedule.judge_picked()
+            if failure is not None and not failure.passed:
+                raise TimedOutputsMismatch(failure)
             latency, session_notes = schedule.latency_ms(claim)
             latencies.append(latency)
             notes += session_notes

@@ -41,11 +41,6 @@ class CallFailed(Exception):
         self.message = message
 
 
-def stopped_by_judge() -> CallFailed:
-    """The judge ended a timing loop (a checked call was wrong); the evaluator gives its own verdict."""
-    return CallFailed(EvaluationStatus.INCORRECT_NUMERICAL, "the judge stopped the timing loop")
-
-
 def failure_of(exc: BaseException) -> CallFailed:
     """What an exception raised by solution code means for the verdict."""
     if isinstance(exc, CallFailed):
@@ -72,7 +67,7 @@ class Exchange(Protocol):
         """Call ``index`` has finished; True asks for its outputs in the buffer."""
 
     def shipped(self, index: int) -> None:
-        """The outputs of call ``index`` are in the buffer; raises CallFailed when the judge stops the loop."""
+        """The outputs of call ``index`` are in the buffer."""
 
     def next_seed(self) -> int:
         """The seed of the next call's inputs."""
