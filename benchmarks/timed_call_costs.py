@@ -1,9 +1,11 @@
-"""Where the time of one evaluation goes when the harness runs in-process (no judge/worker channel).
+"""Where the time of one evaluation goes: in-process, and across the judge/worker boundary.
 
-Runs the default evaluator's correctness check and timing sessions for ``scale_add`` through ``LocalSolution``
-on the first device (the GPU when there is one) at the default settings, and prints the wall time per
-evaluation and the functions that took most of it (cProfile, cumulative). Compare its per-evaluation time
-with ``harness_overhead.py``'s to see what the process boundary costs.
+Runs the default evaluator's correctness check and timing sessions for ``scale_add`` on the first device (the
+GPU when there is one) at the default settings, and prints the wall time per evaluation:
+- in-process: the harness run here by ``LocalSolution`` (then the functions that took most of it, cProfile);
+- remote: this process as the judge, a real worker process (forked from the forkserver, sandboxed) running the
+  solution, through ``RemoteSolution`` exactly as a run does;
+and the round trip of the judge-worker channel between two bare processes.
 
     python benchmarks/timed_call_costs.py [--n 65536] [--evaluations 5] [--top 30] [--check-probability P]
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import time
 
@@ -19,7 +22,7 @@ from flashinfer_bench.bench.config import BenchmarkConfig
 from flashinfer_bench.bench.evaluators import DefaultEvaluator
 from flashinfer_bench.bench.evaluators.calling import ValueReturning, reference_callee
 from flashinfer_bench.bench.evaluators.context import EvaluationContext, new_run_secret
-from flashinfer_bench.bench.evaluators.solution import LocalSolution
+from flashinfer_bench.bench.evaluators.solution import LocalSolution, SolutionHandle
 from flashinfer_bench.bench.runner import available_devices
 from flashinfer_bench.data import Definition, Workload
 
@@ -31,12 +34,93 @@ SCALE_ADD = {
 }
 
 
-def evaluate(ctx: EvaluationContext) -> None:
+def evaluate(ctx: EvaluationContext, solution: SolutionHandle | None = None) -> None:
     reference = reference_callee(ctx.definition)
     baseline = DefaultEvaluator.build_baseline(ctx, reference, profile=False)
-    solution = LocalSolution(ctx, ValueReturning(lambda x, y: x * 2 + y))
+    solution = solution or LocalSolution(ctx, ValueReturning(lambda x, y: x * 2 + y))
     assert DefaultEvaluator.check_correctness(ctx, solution, baseline).passed
     DefaultEvaluator.eval_performance(ctx, solution, baseline)
+
+
+SPENT: dict[str, float] = {}
+
+
+def timed_method(owner: type, name: str) -> None:
+    """Add the wall time of every call of ``owner.name`` to SPENT[name]."""
+    original = getattr(owner, name)
+
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            SPENT[name] = SPENT.get(name, 0.0) + time.perf_counter() - start
+
+    setattr(owner, name, wrapper)
+
+
+def unsandboxed_worker(conn, device: str) -> None:
+    """A worker as runner/worker.py's, without entering the sandbox (to see what the sandbox costs)."""
+    from flashinfer_bench.bench.runner.wire import JudgeChannel
+    from flashinfer_bench.bench.runner.worker import Worker
+
+    try:
+        Worker(JudgeChannel(conn), device, None).serve("none (benchmark)")
+    except EOFError:
+        pass
+
+
+class UnsandboxedWorkerProcess:
+    def __init__(self, device: str) -> None:
+        from flashinfer_bench.bench.runner.server import process_context
+
+        context = process_context()
+        self.judge_end, worker_end = context.Pipe()
+        self.process = context.Process(target=unsandboxed_worker, args=(worker_end, device), daemon=True)
+        self.process.start()
+        worker_end.close()
+
+    def handover(self):
+        return self.judge_end
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.join()
+
+
+def remote_ms_per_evaluation(ctx: EvaluationContext, evaluations: int, sandboxed: bool = True) -> float:
+    """This process judges; a real worker (sandboxed, or not) runs the solution."""
+    from flashinfer_bench.bench.runner.process import WorkerProcess
+    from flashinfer_bench.bench.runner.remote import RemoteSolution, SlotKeeper
+    from flashinfer_bench.bench.runner.runner import worker_policy
+    from flashinfer_bench.bench.runner.wire import WorkerChannel
+    from flashinfer_bench.data import Solution
+
+    solution = Solution.model_validate({
+        "name": "s", "definition": "scale_add", "author": "bench",
+        "spec": {"language": "python", "target_hardware": ["cpu", "cuda"], "entry_point": "main.py::run",
+                 "destination_passing_style": False},
+        "sources": [{"path": "main.py", "content": "def run(x, y):\n    return x * 2 + y\n"}],
+    })
+    worker = WorkerProcess(ctx.device, None, worker_policy((), ())) if sandboxed else UnsandboxedWorkerProcess(ctx.device)
+    channel = WorkerChannel(worker.handover())
+    try:
+        print(f"worker: {channel.receive('ready').isolation}")
+        log = os.open(os.devnull, os.O_WRONLY)
+        channel.send(op="load", definition=ctx.definition.model_dump_json(), solution=solution.model_dump_json(),
+                     workload=ctx.workload.model_dump_json(), trace_set_root=None)
+        channel.send_fd(log)
+        os.close(log)
+        channel.receive("built")
+        remote = RemoteSolution(ctx, channel, SlotKeeper(channel))
+        evaluate(ctx, remote)  # first calls
+        start = time.perf_counter()
+        for _ in range(evaluations):
+            evaluate(ctx, remote)
+        return (time.perf_counter() - start) / evaluations * 1e3
+    finally:
+        channel.send(op="stop")
+        worker.kill()
 
 
 def _echo(conn) -> None:
@@ -74,7 +158,13 @@ def main() -> None:
     parser.add_argument("--evaluations", type=int, default=5)
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--check-probability", type=float, help="extra.timed_check_probability (default: its default)")
+    parser.add_argument("--ship-only", action="store_true",
+                        help="picked calls' outputs are shipped to the judge but not judged (what shipping costs)")
     args = parser.parse_args()
+    if args.ship_only:
+        from flashinfer_bench.bench.evaluators.evaluator import TimedCheck
+
+        TimedCheck.check = lambda self, inputs, outputs: None
     definition = Definition.model_validate(SCALE_ADD)
     extra = {} if args.check_probability is None else {"timed_check_probability": args.check_probability}
     config = BenchmarkConfig.default(extra=extra).resolve(definition)
@@ -88,6 +178,15 @@ def main() -> None:
     print(f"device {ctx.device}: {(time.perf_counter() - start) / args.evaluations * 1e3:.1f} ms per evaluation "
           f"({calls} solution calls)")
     print(f"judge-worker channel: {channel_round_trip_us():.1f} us per round trip")
+    from flashinfer_bench.bench.evaluators.evaluator import TimedSchedule
+    from flashinfer_bench.bench.runner.remote import RemoteSolution
+
+    for owner, name in ((TimedSchedule, "judge_picked"), (RemoteSolution, "time"), (RemoteSolution, "call")):
+        timed_method(owner, name)
+    print(f"remote: {remote_ms_per_evaluation(ctx, args.evaluations):.1f} ms per evaluation")
+    print("  of which, per evaluation: " + ", ".join(
+        f"{name} {seconds / (args.evaluations + 1) * 1e3:.1f} ms" for name, seconds in SPENT.items()))
+    print(f"remote, worker not sandboxed: {remote_ms_per_evaluation(ctx, args.evaluations, False):.1f} ms per evaluation")
     profile = cProfile.Profile()
     start = time.perf_counter()
     profile.enable()

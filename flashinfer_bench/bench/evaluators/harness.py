@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -33,7 +33,7 @@ from flashinfer_bench.data import Definition, EvaluationStatus, Workload
 
 
 class CallFailed(Exception):
-    """A call could not be judged: wrong structure, an exception in solution code, or the judge said stop."""
+    """A call could not be judged: outputs of the wrong structure, or an exception in solution code."""
 
     def __init__(self, status: EvaluationStatus, message: str) -> None:
         super().__init__(message)
@@ -117,7 +117,7 @@ class Harness:
         pristine = self.inputs(seed)
         offset = 0
         live = pristine
-        with seeded(rng_seed, self.device) if rng_seed is not None else _nothing():
+        with seeded(rng_seed, self.device) if rng_seed is not None else nullcontext():
             for _ in range(repeat):
                 live = clone_inputs(pristine)
                 offset = slot.write(offset, self.outputs(live))
@@ -158,8 +158,3 @@ class Harness:
                 raise CallFailed(*mismatch)
             slot.write(0, outputs)
             exchange.shipped(index)
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield

@@ -68,7 +68,7 @@ class SolutionHandle(ABC):
 
     @abstractmethod
     def time(self, iterations: int, warmup: int, schedule: Schedule) -> TimingClaim:
-        """A timing loop steered by ``schedule``; raises CallFailed when it breaks or the schedule stops it."""
+        """A timing loop steered by ``schedule``; raises CallFailed when the solution breaks it."""
 
 
 class LocalSolution(SolutionHandle):
