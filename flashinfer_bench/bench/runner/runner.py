@@ -65,7 +65,7 @@ class ProcessRunner(Runner):
                  cache_dir: str | None = None):
         self.timeout_seconds = timeout_seconds
         self._log_dir = tempfile.mkdtemp(prefix="fib-logs-")
-        policy = worker_policy(protected, hidden=[self._log_dir])
+        policy = worker_policy(protected, hidden=[self._log_dir], cache_dir=cache_dir)
         self.slots = [DeviceSlot(d, cache_dir, policy, items_per_worker=items_per_worker) for d in devices]
         self._announced: set[str] = set()
         self.reference_latency: dict[tuple[str, str], float | None] = {}
@@ -136,18 +136,28 @@ class ProcessRunner(Runner):
         shutil.rmtree(self._log_dir, ignore_errors=True)
 
 
-def worker_policy(protected: Sequence[str], hidden: Sequence[str]) -> SandboxPolicy:
+def worker_policy(protected: Sequence[str], hidden: Sequence[str], cache_dir: str | None = None) -> SandboxPolicy:
     """What workers may not write: ``protected`` (the trace set), this package and every directory Python
-    imports from (a solution must not change the code a later run's judge imports); what they may not see:
+    imports from (a solution must not change the code a later run's judge imports), except a directory that
+    holds what workers must write (the temporary directory, the home directory with its caches, the build
+    cache: e.g. the current directory on ``sys.path`` when it is the home directory); what they may not see:
     ``hidden`` and multiprocessing's directory, which holds the forkserver's socket."""
     import multiprocessing.util
 
     import flashinfer_bench
+    from flashinfer_bench.compile.cache import resolve_cache_root
 
-    candidates = [*protected, Path(flashinfer_bench.__file__).parent, *(p for p in sys.path if p)]
-    read_only = sorted({str(Path(p).resolve()) for p in candidates if Path(p).is_dir() or Path(p).is_file()})
-    hidden_dirs = sorted({str(Path(p).resolve()) for p in (*hidden, multiprocessing.util.get_temp_dir())})
-    return SandboxPolicy(read_only=tuple(read_only), hidden=tuple(hidden_dirs))
+    written = [Path(tempfile.gettempdir()).resolve(), Path.home().resolve(), resolve_cache_root(cache_dir)]
+
+    def holds_written(path: Path) -> bool:
+        return any(place == path or path in place.parents for place in written)
+
+    code = [Path(flashinfer_bench.__file__).parent, *(Path(p) for p in sys.path if p)]
+    code = [p.resolve() for p in code if p.exists()]
+    read_only = {str(Path(p).resolve()) for p in protected if Path(p).exists()}
+    read_only |= {str(p) for p in code if not holds_written(p)}
+    hidden_dirs = {str(Path(p).resolve()) for p in (*hidden, multiprocessing.util.get_temp_dir())}
+    return SandboxPolicy(read_only=tuple(sorted(read_only)), hidden=tuple(sorted(hidden_dirs)))
 
 
 def persistent_runner(devices: Sequence[str], *, timeout_seconds: float, cache_dir: str | None = None,

@@ -213,3 +213,19 @@ def test_a_hanging_worker_and_its_children_die_with_a_killed_cli(tmp_path):
         assert not processes_named(marker)
     finally:
         cli.kill()
+
+
+def test_the_sandbox_keeps_code_and_trace_set_read_only_but_not_where_workers_write(tmp_path, monkeypatch):
+    import tempfile
+    from pathlib import Path
+
+    import flashinfer_bench
+    from flashinfer_bench.bench.runner.runner import worker_policy
+
+    home = Path.home().resolve()
+    monkeypatch.setattr(sys, "path", [str(home), tempfile.gettempdir(), *sys.path])  # e.g. `python -m` from ~
+    policy = worker_policy([str(tmp_path)], hidden=[str(tmp_path / "logs")], cache_dir=str(tmp_path / "cache"))
+    assert str(tmp_path.resolve()) in policy.read_only
+    assert str(Path(flashinfer_bench.__file__).parent.resolve()) in policy.read_only
+    assert str(home) not in policy.read_only and str(Path(tempfile.gettempdir()).resolve()) not in policy.read_only
+    assert str((tmp_path / "logs").resolve()) in policy.hidden
