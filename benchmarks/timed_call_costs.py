@@ -60,14 +60,22 @@ def timed_method(owner: type, name: str) -> None:
 
 
 def unsandboxed_worker(conn, device: str) -> None:
-    """A worker as runner/worker.py's, without entering the sandbox (to see what the sandbox costs)."""
+    """A worker as runner/worker.py's, without entering the sandbox (to see what the sandbox costs), that
+    prints where its time went when it stops."""
+    from flashinfer_bench.bench.evaluators.harness import Harness
+    from flashinfer_bench.bench.evaluators.slot import Slot
     from flashinfer_bench.bench.runner.wire import JudgeChannel
-    from flashinfer_bench.bench.runner.worker import Worker
+    from flashinfer_bench.bench.runner.worker import WireExchange, Worker
 
+    for owner, name in ((Harness, "_report"), (Harness, "inputs"), (Harness, "call"), (Slot, "write"),
+                        (WireExchange, "done"), (WireExchange, "shipped")):
+        timed_method(owner, name)
     try:
         Worker(JudgeChannel(conn), device, None).serve("none (benchmark)")
     except EOFError:
         pass
+    print("  worker (not sandboxed), in all: " + ", ".join(f"{name} {seconds * 1e3:.1f} ms"
+                                                     for name, seconds in SPENT.items()), flush=True)
 
 
 class UnsandboxedWorkerProcess:
@@ -84,6 +92,7 @@ class UnsandboxedWorkerProcess:
         return self.judge_end
 
     def kill(self) -> None:
+        self.process.join(timeout=5)
         self.process.kill()
         self.process.join()
 

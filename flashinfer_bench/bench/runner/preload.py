@@ -8,6 +8,11 @@ The GPU check goes through NVML, which leaves no CUDA state behind to break the 
 import os
 
 os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+# A judge and its worker take turns, each waiting on the other between calls. With OpenMP's default policy,
+# the threads of a CPU op (a copy, a comparison) keep spinning after it, on the cores the other process then
+# needs: on the H100 machines that tripled an evaluation's cost (benchmarks/timed_call_costs.py,
+# docs/measurements.md). Read by the OpenMP runtime when torch loads it, so set before the import below.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
 
