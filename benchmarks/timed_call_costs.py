@@ -4,8 +4,10 @@ Runs the default evaluator's correctness check and timing sessions for ``scale_a
 GPU when there is one) at the default settings, and prints the wall time per evaluation:
 - in-process: the harness run here by ``LocalSolution`` (then the functions that took most of it, cProfile);
 - remote: this process as the judge, a real worker process (forked from the forkserver, sandboxed) running the
-  solution, through ``RemoteSolution`` exactly as a run does;
-and the round trip of the judge-worker channel between two bare processes.
+  solution, through ``RemoteSolution`` exactly as a run does, with the judge's time split by step;
+- remote with an unsandboxed worker, which prints where its own time went when it stops;
+and the round trip of the judge-worker channel between two bare processes. ``--ship-only`` ships the picked
+calls' outputs without judging them.
 
     python benchmarks/timed_call_costs.py [--n 65536] [--evaluations 5] [--top 30] [--check-probability P]
 """
