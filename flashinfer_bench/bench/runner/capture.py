@@ -17,23 +17,27 @@ LOG_TAIL_BYTES = 28 * 1024
 
 
 @contextmanager
-def capture_fds(path: str | Path) -> Iterator[None]:
-    """Send fds 1 and 2 (and Python's sys.stdout/sys.stderr) to ``path`` for the duration."""
+def capture_fds(target: str | Path | int | None) -> Iterator[None]:
+    """Send fds 1 and 2 (and Python's sys.stdout/sys.stderr) to ``target`` for the duration: a path (opened for
+    appending), or an open fd (a worker's log, opened for it by its judge); None leaves them alone."""
+    if target is None:
+        yield
+        return
     sys.stdout.flush()
     sys.stderr.flush()
     saved = [os.dup(1), os.dup(2)]
-    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    fd = target if isinstance(target, int) else os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
-        os.dup2(target, 1)
-        os.dup2(target, 2)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
         yield
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 2)
-        for fd in (*saved, target):
-            os.close(fd)
+        for own in (*saved, *([] if fd is target else [fd])):
+            os.close(own)
 
 
 def read_bounded(path: str | Path) -> str:

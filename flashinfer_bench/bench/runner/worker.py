@@ -8,14 +8,13 @@ nothing it says is a verdict.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
 from flashinfer_bench.bench.evaluators.harness import CallFailed, Harness, failure_of
 from flashinfer_bench.bench.evaluators.slot import Slot
+from flashinfer_bench.bench.runner.capture import capture_fds
 from flashinfer_bench.bench.runner.device_setup import (
     device_is_healthy,
     prepare_device,
@@ -55,30 +54,6 @@ class WireExchange:
         return answer["op"]
 
 
-@contextlib.contextmanager
-def output_to(fd: int | None) -> Iterator[None]:
-    """fds 1 and 2 go to ``fd`` (the item's log, opened by the judge) for the duration."""
-    if fd is None:
-        yield
-        return
-    import sys
-
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for saved_fd in saved:
-            os.close(saved_fd)
-
-
 class Worker:
     def __init__(self, channel: JudgeChannel, device: str, cache_dir: str | None) -> None:
         self.channel = channel
@@ -104,7 +79,7 @@ class Worker:
                 continue
             if op == "load":
                 self._set_log(self.channel.receive_fd())
-            with output_to(self.log_fd), preserved_torch_state():
+            with capture_fds(self.log_fd), preserved_torch_state():
                 try:
                     self.handle(op, request)
                 except BaseException as exc:  # noqa: BLE001 - solution code may raise anything, SystemExit too
