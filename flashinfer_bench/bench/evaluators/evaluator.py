@@ -35,7 +35,7 @@ from flashinfer_bench.bench.evaluators.solution import SolutionHandle
 from flashinfer_bench.data import Correctness, Definition, EvaluationStatus, Performance
 
 #: Each timed call's outputs are checked with this probability, decided after the call (``extra``:
-#: ``timed_check_probability``); a session with no check so far checks its last call.
+#: ``timed_check_probability``); the last call of a session is always checked.
 DEFAULT_TIMED_CHECK_PROBABILITY = 0.125
 #: A claimed latency under this fraction of what the judge's clock allows, less PLAUSIBILITY_SLACK_MS, is
 #: not believed (see TimedSchedule.latency_ms).
@@ -135,8 +135,7 @@ class TimedSchedule:
         if index != len(self.wall_ms) or index >= len(self.seeds):
             raise CallFailed(EvaluationStatus.RUNTIME_ERROR, f"the timing loop reported call {index} out of order")
         self.wall_ms.append((time.perf_counter() - self.issued_at[index]) * 1e3)
-        last = index + 1 >= self.calls
-        return self.random.random() < self.check.probability or (last and not self.picked)
+        return self.random.random() < self.check.probability or index + 1 >= self.calls
 
     def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...]) -> None:
         self.picked.append((self.seeds[index], outputs))
