@@ -101,3 +101,26 @@ def judged_locally(evaluator: Any, definition: Any, fn: Any, cfg: Any, workload:
     if not timed or not correct.passed:
         return correct, None
     return correct, evaluator.eval_performance(ctx, solution, baseline)
+
+
+def process_alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def processes_named(name: str) -> list[int]:
+    """Pids (as this process sees them) of the live processes whose name (``/proc/PID/comm``) is ``name``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/comm") as handle:
+                    if handle.read().strip() == name and process_alive(int(entry)):
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found

@@ -8,7 +8,15 @@ import time
 
 import pytest
 import torch
-from helpers import SCALE_ADD, child_env, python_solution, scale_add_set, workload_line, write_trace_set
+from helpers import (
+    SCALE_ADD,
+    child_env,
+    processes_named,
+    python_solution,
+    scale_add_set,
+    workload_line,
+    write_trace_set,
+)
 
 from flashinfer_bench.bench import Benchmark, BenchmarkConfig
 from flashinfer_bench.bench.runner import isolated_runner, persistent_runner
@@ -160,28 +168,6 @@ def test_a_solution_cannot_extend_its_own_deadline(tmp_path, factory):
     evaluation = benchmark.run_all(save_results=False).traces["scale_add"][0].evaluation
     # The call takes 12 s: once it PASSED. Now the judge reads the first forged message as a broken protocol.
     assert evaluation.status.value == "RUNTIME_ERROR" and "broke the protocol" in evaluation.log
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split(") ")[1][0] != "Z"  # a zombie is gone for our purposes
-    except FileNotFoundError:
-        return False
-
-
-def processes_named(name: str) -> list[int]:
-    """Pids (as this process sees them) of the processes whose name is ``name``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/comm") as handle:
-                    if handle.read().strip() == name and _alive(int(entry)):
-                        found.append(int(entry))
-            except OSError:
-                pass
-    return found
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
