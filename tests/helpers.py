@@ -103,24 +103,42 @@ def judged_locally(evaluator: Any, definition: Any, fn: Any, cfg: Any, workload:
     return correct, evaluator.eval_performance(ctx, solution, baseline)
 
 
-def process_alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split(") ")[1][0] != "Z"
-    except FileNotFoundError:
-        return False
 
-
-def processes_named(name: str) -> list[int]:
-    """Pids (as this process sees them) of the live processes whose name (``/proc/PID/comm``) is ``name``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/comm") as handle:
-                    if handle.read().strip() == name and process_alive(int(entry)):
-                        found.append(int(entry))
-            except OSError:
-                pass
+def processes_named(marker: str) -> dict[int, str]:
+    """The processes whose name (``/proc/PID/comm``) starts with ``marker``, by pid as this process sees them
+    (value: the rest of the name), zombies included."""
+    found = {}
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            comm = Path(f"/proc/{name}/comm").read_text().strip()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if comm.startswith(marker):
+            found[int(name)] = comm[len(marker):]
     return found
+
+
+def gone(pid: int) -> bool:
+    """No such process, or a zombie (dead, waiting for whoever reaps it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in (b"Z", b"X")
+
+
+def live_processes_named(marker: str) -> list[int]:
+    return [pid for pid in processes_named(marker) if not gone(pid)]
+
+
+def sampling_definition(vocab: int) -> Any:
+    """A sampling definition over ``vocab`` tokens whose reference draws one sample per row with multinomial."""
+    from flashinfer_bench.data import Definition
+
+    return Definition.model_validate({
+        "name": f"sample_v{vocab}", "op_type": "sampling",
+        "axes": {"batch_size": {"type": "var"}, "vocab_size": {"type": "const", "value": vocab}},
+        "inputs": {"probs": {"shape": ["batch_size", "vocab_size"], "dtype": "float32"}},
+        "outputs": {"samples": {"shape": ["batch_size"], "dtype": "int64"}},
+        "reference": "import torch\ndef run(probs):\n    return torch.multinomial(probs, 1).squeeze(1)\n",
+    })

@@ -5,7 +5,7 @@ import weakref
 
 import pytest
 import torch
-from helpers import SCALE_ADD, evaluation_context, judged_locally
+from helpers import SCALE_ADD, evaluation_context, judged_locally, sampling_definition
 
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.evaluators import (
@@ -169,13 +169,7 @@ def test_lowbit_matched_ratio():
     assert failed.correctness.extra["matched_ratio"] < 0.9
 
 
-SAMPLING = Definition.model_validate({
-    "name": "sample_v8", "op_type": "sampling",
-    "axes": {"batch_size": {"type": "var"}, "vocab_size": {"type": "const", "value": 8}},
-    "inputs": {"probs": {"shape": ["batch_size", "vocab_size"], "dtype": "float32"}},
-    "outputs": {"samples": {"shape": ["batch_size"], "dtype": "int64"}},
-    "reference": "import torch\ndef run(probs):\n    return torch.multinomial(probs, 1).squeeze(1)\n",
-})
+SAMPLING = sampling_definition(8)
 SAMPLING_CFG = CFG.model_copy(update={"extra": {"sampling_validation_trials": 200, "sampling_tvd_threshold": 0.2}})
 SAMPLING_WORKLOAD = Workload(uuid="s", axes={"batch_size": 16}, inputs={})
 

@@ -2,7 +2,7 @@
 reproducible sampling verdicts."""
 
 import torch
-from helpers import evaluation_context, judged_locally
+from helpers import evaluation_context, judged_locally, sampling_definition
 
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.evaluators import DefaultEvaluator, SamplingEvaluator
@@ -77,13 +77,7 @@ def test_reference_with_parameters_out_of_order_is_called_by_name():
     assert in_order.fn.__name__ == "run"  # no adapter when the order already matches
 
 
-SAMPLING = Definition.model_validate({
-    "name": "sample_v6", "op_type": "sampling",
-    "axes": {"batch_size": {"type": "var"}, "vocab_size": {"type": "const", "value": 6}},
-    "inputs": {"probs": {"shape": ["batch_size", "vocab_size"], "dtype": "float32"}},
-    "outputs": {"samples": {"shape": ["batch_size"], "dtype": "int64"}},
-    "reference": "import torch\ndef run(probs):\n    return torch.multinomial(probs, 1).squeeze(1)\n",
-})
+SAMPLING = sampling_definition(6)
 SAMPLING_CFG = CFG.model_copy(update={"num_trials": 1, "extra": {"sampling_validation_trials": 20}})
 
 

@@ -11,7 +11,7 @@ import torch
 from helpers import (
     SCALE_ADD,
     child_env,
-    processes_named,
+    live_processes_named,
     python_solution,
     scale_add_set,
     workload_line,
@@ -188,15 +188,15 @@ def test_a_hanging_worker_and_its_children_die_with_a_killed_cli(tmp_path):
                             "--timeout", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env())
     try:
         deadline = time.monotonic() + 120
-        while len(processes_named(marker)) < 2 and time.monotonic() < deadline:
+        while len(live_processes_named(marker)) < 2 and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert len(processes_named(marker)) == 2
+        assert len(live_processes_named(marker)) == 2
         cli.send_signal(signal.SIGKILL)
         cli.wait(timeout=30)
         deadline = time.monotonic() + 30
-        while processes_named(marker) and time.monotonic() < deadline:
+        while live_processes_named(marker) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not processes_named(marker)
+        assert not live_processes_named(marker)
     finally:
         cli.kill()
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from helpers import gone, processes_named
 
 from flashinfer_bench.bench.runner import sandbox
 from flashinfer_bench.bench.runner.sandbox import (
@@ -184,31 +185,9 @@ def leave_children_behind(marker: str, report: Reporter) -> None:
             os._exit(0)
 
 
-def processes_named(marker: str) -> dict[int, str]:
-    """The processes whose name starts with ``marker`` (outer pid: the rest of the name), zombies included."""
-    found = {}
-    for name in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            comm = Path(f"/proc/{name}/comm").read_text().strip()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if comm.startswith(marker):
-            found[int(name)] = comm[len(marker):]
-    return found
-
-
 def pid_named(marker: str, suffix: str) -> int:
     (pid,) = [pid for pid, name in processes_named(marker).items() if name == suffix]
     return pid
-
-
-def gone(pid: int) -> bool:
-    """No such process, or a zombie (dead, waiting for whoever reaps it)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return state in (b"Z", b"X")
 
 
 def parent_of(pid: int) -> int:
@@ -468,13 +447,19 @@ def test_a_deadly_signal_to_the_waiter_takes_the_namespace_down(marker, signum):
         os.close(fd)
 
 
-def test_sigkill_to_the_waiter_still_ends_a_worker_that_kept_its_pdeathsig(marker):
+def names_itself_and_waits(marker: str) -> Callable[[Isolation, Reporter], None]:
+    """A worker that takes the name "<marker>w", says so, and sleeps."""
+
     def attack(isolation: Isolation, report: Reporter) -> None:
         set_name(marker + "w")
         report({"started": "w"})
         time.sleep(60)
 
-    waiter, fd = start(SandboxPolicy(), attack)
+    return attack
+
+
+def test_sigkill_to_the_waiter_still_ends_a_worker_that_kept_its_pdeathsig(marker):
+    waiter, fd = start(SandboxPolicy(), names_itself_and_waits(marker))
     try:
         read_reports(fd, count=1)
         worker = pid_named(marker, "w")
@@ -501,12 +486,7 @@ def test_the_waiter_ends_the_way_its_child_did(end, exitcode):
 
 
 def test_the_waiter_dies_by_the_signal_that_killed_its_child_from_outside(marker):
-    def attack(isolation: Isolation, report: Reporter) -> None:
-        set_name(marker + "w")
-        report({"started": "w"})
-        time.sleep(60)
-
-    waiter, fd = start(SandboxPolicy(), attack)
+    waiter, fd = start(SandboxPolicy(), names_itself_and_waits(marker))
     try:
         read_reports(fd, count=1)
         os.kill(pid_named(marker, "w"), signal.SIGKILL)
