@@ -13,6 +13,7 @@ import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 import torch
@@ -90,8 +91,9 @@ class Harness:
     callee: Callee
     blobs: BlobCache = field(default_factory=dict)
 
-    @property
+    @cached_property
     def layouts(self) -> list[TensorLayout]:
+        """The outputs' layouts, bound once: the timing loop checks every shipped call against them."""
         return output_layouts(self.definition, self.workload)
 
     def inputs(self, seed: int) -> list[Any]:

@@ -41,16 +41,16 @@ class WorkerStartError(RuntimeError):
     """A process died or hung before it was ready: a problem of the device or the installation, not of a solution."""
 
 
-def describe_exit(exitcode: int | None) -> str:
+def describe_exit(exitcode: int | None, process: str = "worker process") -> str:
     if exitcode is None:
-        return "worker process stopped answering"
+        return f"{process} stopped answering"
     if exitcode < 0:
         try:
             name = signal.Signals(-exitcode).name
         except ValueError:
             name = f"signal {-exitcode}"
-        return f"worker process was killed by {name} (signal {-exitcode})"
-    return f"worker process exited with status {exitcode}"
+        return f"{process} was killed by {name} (signal {-exitcode})"
+    return f"{process} exited with status {exitcode}"
 
 
 class WorkerProcess:
@@ -97,7 +97,8 @@ class JudgeProcess:
             tag, payload = self._next(timeout, [])
             if tag != protocol.READY:
                 self.kill()
-                raise WorkerStartError(f"judge for {self.device} did not start: {describe_exit(self.process.exitcode)}")
+                raise WorkerStartError(f"judge for {self.device} did not start: "
+                                       f"{describe_exit(self.process.exitcode, 'judge process')}")
             self.environment = payload
         return self.environment
 
@@ -195,7 +196,7 @@ class JudgeProcess:
     def _judge_died(self) -> WorkOutcome:
         self.kill()
         return WorkOutcome(EvaluationStatus.RUNTIME_ERROR, retire=True, retire_judge=True,
-                           log=f"the judge process died ({describe_exit(self.process.exitcode).replace('worker ', '')})")
+                           log=describe_exit(self.process.exitcode, "the judge process"))
 
     def alive(self) -> bool:
         return self.process.is_alive()
