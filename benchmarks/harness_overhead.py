@@ -108,6 +108,7 @@ def child(runner_kind: str, root: str) -> None:
         slot.environment()
     ready = time.perf_counter()
     stamps: list[tuple[float, str, str, float | None, float | None]] = []
+    notes: list[str] = []
 
     class Stamp:
         def start(self, total: int) -> None: ...
@@ -117,6 +118,7 @@ def child(runner_kind: str, root: str) -> None:
             perf = trace.evaluation.performance
             stamps.append((time.perf_counter(), trace.solution, trace.evaluation.status.value,
                            perf.latency_ms if perf else None, perf.reference_latency_ms if perf else None))
+            notes.extend(line for line in trace.evaluation.log.splitlines() if line.startswith("timing:"))
 
     Benchmark(trace_set, config, runner_factory=lambda c: runner, progress=Stamp()).run_all(save_results=False)
     end = time.perf_counter()
@@ -130,7 +132,12 @@ def child(runner_kind: str, root: str) -> None:
     for stamp in stamps:
         gaps.append((stamp[2], stamp[0] - previous))
         previous = stamp[0]
+    by_solution: dict[str, list[float]] = {}
+    for stamp in stamps:
+        if stamp[3] is not None:
+            by_solution.setdefault(stamp[1], []).append(stamp[3] * 1e3)
     print(json.dumps({"startup_s": ready - PROCESS_START, "evaluations": len(stamps), "wall_s": end - ready,
+                      "latency_us_by_solution": {k: sorted(v) for k, v in by_solution.items()}, "notes": notes,
                       "solution_kernel_s": kernel_ms / 1e3, "gaps": gaps,
                       "reference_latency_ms": statistics.mean(references.values()) if references else None,
                       "calls_per_evaluation": calls}))
@@ -184,7 +191,9 @@ def main() -> None:
         overhead = (result["wall_s"] - result["solution_kernel_s"] - reference_s) / result["evaluations"]
         report[kind] = {"startup_beyond_init_s": result["startup_s"] - init_s,
                         "overhead_per_evaluation_s": overhead, **{k: result[k] for k in ("evaluations", "wall_s",
-                                                                                          "solution_kernel_s")}}
+                                                                                          "solution_kernel_s",
+                                                                                          "latency_us_by_solution",
+                                                                                          "notes")}}
         crash = run_child(kind, crashy)
         by_status: dict[str, list[float]] = {}
         for status, gap in crash["gaps"]:
@@ -195,6 +204,10 @@ def main() -> None:
     print(f"torch import + device init in a bare process: {init_s:.2f} s")
     print(f"{'runner':<11} {'start-up beyond init (s)':>25} {'overhead / evaluation (s)':>26} "
           f"{'pass verdict (s)':>17} {'crash verdict (s)':>18}")
+    for kind in ("persistent", "isolated"):
+        print(f"{kind}: latencies recorded (us), per solution over the workloads: " + "; ".join(
+            f"{name} {' '.join(f'{v:.1f}' for v in values)}" for name, values in report[kind]["latency_us_by_solution"].items()))
+        print(f"{kind}: {len(report[kind]['notes'])} timing notes" + "".join(f"\n  {n}" for n in report[kind]["notes"][:5]))
     for kind in ("persistent", "isolated"):
         r = report[kind]
         wall = r["verdict_wall_s_by_status"]

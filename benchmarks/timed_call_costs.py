@@ -61,7 +61,7 @@ def timed_method(owner: type, name: str) -> None:
     setattr(owner, name, wrapper)
 
 
-def unsandboxed_worker(conn, device: str) -> None:
+def unsandboxed_worker(conn, device: str, scratch) -> None:
     """A worker as runner/worker.py's, without entering the sandbox (to see what the sandbox costs), that
     prints where its time went when it stops."""
     from flashinfer_bench.bench.evaluators.harness import Harness
@@ -73,7 +73,7 @@ def unsandboxed_worker(conn, device: str) -> None:
                         (WireExchange, "done"), (WireExchange, "shipped")):
         timed_method(owner, name)
     try:
-        Worker(JudgeChannel(conn), device, None).serve("none (benchmark)")
+        Worker(JudgeChannel(conn), device, scratch, scratch).serve("none (benchmark)")
     except EOFError:
         pass
     print("  worker (not sandboxed), in all: " + ", ".join(f"{name} {seconds * 1e3:.1f} ms"
@@ -82,11 +82,15 @@ def unsandboxed_worker(conn, device: str) -> None:
 
 class UnsandboxedWorkerProcess:
     def __init__(self, device: str) -> None:
+        import tempfile
+        from pathlib import Path
+
         from flashinfer_bench.bench.runner.server import process_context
 
         context = process_context()
         self.judge_end, worker_end = context.Pipe()
-        self.process = context.Process(target=unsandboxed_worker, args=(worker_end, device), daemon=True)
+        scratch = Path(tempfile.mkdtemp(prefix="fib-bench-scratch-"))
+        self.process = context.Process(target=unsandboxed_worker, args=(worker_end, device, scratch), daemon=True)
         self.process.start()
         worker_end.close()
 
@@ -101,9 +105,13 @@ class UnsandboxedWorkerProcess:
 
 def remote_ms_per_evaluation(ctx: EvaluationContext, evaluations: int, sandboxed: bool = True) -> float:
     """This process judges; a real worker (sandboxed, or not) runs the solution."""
+    import tempfile
+    from pathlib import Path
+
+    from flashinfer_bench.bench.evaluators.timed import calibrate
     from flashinfer_bench.bench.runner.process import WorkerProcess
+    from flashinfer_bench.bench.runner.process_pool import worker_policy
     from flashinfer_bench.bench.runner.remote import RemoteSolution, SlotKeeper
-    from flashinfer_bench.bench.runner.runner import worker_policy
     from flashinfer_bench.bench.runner.wire import WorkerChannel
     from flashinfer_bench.data import Solution
 
@@ -113,17 +121,28 @@ def remote_ms_per_evaluation(ctx: EvaluationContext, evaluations: int, sandboxed
                  "destination_passing_style": False},
         "sources": [{"path": "main.py", "content": "def run(x, y):\n    return x * 2 + y\n"}],
     })
-    worker = WorkerProcess(ctx.device, None, worker_policy((), ())) if sandboxed else UnsandboxedWorkerProcess(ctx.device)
+    cache = Path(tempfile.mkdtemp(prefix="fib-bench-cache-"))
+    worker = (WorkerProcess(ctx.device, cache, worker_policy(())) if sandboxed
+              else UnsandboxedWorkerProcess(ctx.device))
     channel = WorkerChannel(worker.handover())
-    try:
-        print(f"worker: {channel.receive('ready').isolation}")
+    slots = SlotKeeper(channel)
+
+    def load(calibration: bool) -> None:
         log = os.open(os.devnull, os.O_WRONLY)
-        channel.send(op="load", definition=ctx.definition.model_dump_json(), solution=solution.model_dump_json(),
-                     workload=ctx.workload.model_dump_json(), trace_set_root=None)
+        channel.send(op="load", calibration=calibration, definition=ctx.definition.model_dump_json(),
+                     solution=solution.model_dump_json(), workload=ctx.workload.model_dump_json(),
+                     trace_set_root=None)
         channel.send_fd(log)
         os.close(log)
         channel.receive("built")
-        remote = RemoteSolution(ctx, channel, SlotKeeper(channel))
+
+    try:
+        print(f"worker: {channel.receive('ready').isolation}")
+        load(calibration=True)
+        floor = calibrate(ctx, RemoteSolution(ctx, channel, slots))
+        print(f"  clock floor: {floor}")
+        load(calibration=False)
+        remote = RemoteSolution(ctx, channel, slots, floor)
         evaluate(ctx, remote)  # first calls
         start = time.perf_counter()
         for _ in range(evaluations):
@@ -173,7 +192,7 @@ def main() -> None:
                         help="picked calls' outputs are shipped to the judge but not judged (what shipping costs)")
     args = parser.parse_args()
     if args.ship_only:
-        from flashinfer_bench.bench.evaluators.evaluator import TimedCheck
+        from flashinfer_bench.bench.evaluators.timed import TimedCheck
 
         TimedCheck.check = lambda self, inputs, outputs: None
     definition = Definition.model_validate(SCALE_ADD)
@@ -189,7 +208,7 @@ def main() -> None:
     print(f"device {ctx.device}: {(time.perf_counter() - start) / args.evaluations * 1e3:.1f} ms per evaluation "
           f"({calls} solution calls)")
     print(f"judge-worker channel: {channel_round_trip_us():.1f} us per round trip")
-    from flashinfer_bench.bench.evaluators.evaluator import TimedSchedule
+    from flashinfer_bench.bench.evaluators.timed import TimedSchedule
     from flashinfer_bench.bench.runner.remote import RemoteSolution
 
     for owner, name in ((TimedSchedule, "judge_picked"), (RemoteSolution, "time"), (RemoteSolution, "call")):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any, Protocol
 
 from flashinfer_bench.bench.config import BenchmarkConfig
 from flashinfer_bench.bench.evaluators import evaluator_path, resolve_evaluator
+from flashinfer_bench.bench.grouping import group_items
 from flashinfer_bench.bench.runner import (
     Verdict,
     WorkItem,
@@ -16,8 +16,8 @@ from flashinfer_bench.bench.runner import (
     isolated_runner,
     persistent_runner,
 )
+from flashinfer_bench.bench.runner.base import Runner
 from flashinfer_bench.bench.runner.protocol import WorkOutcome
-from flashinfer_bench.bench.runner.runner import Runner
 from flashinfer_bench.data import (
     Correctness,
     Environment,
@@ -69,12 +69,12 @@ def make_trace(verdict: Verdict) -> Trace:
                  evaluation=evaluation)
 
 
-def invalid_workload_verdicts(group: list[WorkItem], problems: list[WorkloadProblem],
+def invalid_workload_verdicts(items: list[WorkItem], problems: list[WorkloadProblem],
                               environment: dict[str, Any]) -> list[Verdict]:
-    """RUNTIME_ERROR for every solution of a workload that cannot run, saying why; nothing is run."""
+    """RUNTIME_ERROR for every item of a workload that cannot run, saying why; nothing is run."""
     log = "the workload cannot run:\n" + "\n".join(f"  {problem}" for problem in problems)
     outcome = WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log=log)
-    return [Verdict(item, outcome, environment, "") for item in group]
+    return [Verdict(item, outcome, environment, "") for item in items]
 
 
 class Benchmark:
@@ -85,16 +85,15 @@ class Benchmark:
                  progress: ProgressReporter | None = None):
         self.trace_set = trace_set
         self.config = config or BenchmarkConfig.default()
-        protected = (str(trace_set.root),) if trace_set.root is not None else ()
-        self.runner_factory = runner_factory or functools.partial(default_runner, protected=protected)
+        self.runner_factory = runner_factory or default_runner
         self.progress = progress
 
-    def work_groups(self, *, resume: bool = False) -> list[list[WorkItem]]:
-        """One group per workload: its solutions in order. Filters and --resume applied."""
+    def work_items(self, *, resume: bool = False) -> list[WorkItem]:
+        """Every (definition, solution, workload) to evaluate, with the filters and --resume applied."""
         config = self.config
         done = traced_pairs(self.trace_set) if resume else set()
         root = str(self.trace_set.root) if self.trace_set.root is not None else None
-        groups = []
+        items = []
         for name, definition in self.trace_set.definitions.items():
             if config.definitions is not None and name not in config.definitions:
                 continue
@@ -102,23 +101,42 @@ class Benchmark:
                          if config.solutions is None or s.name in config.solutions]
             resolved = config.resolve(definition)
             evaluator = evaluator_path(resolve_evaluator(definition))
-            for workload_trace in self.trace_set.workloads.get(name, []):
-                workload = workload_trace.workload
-                group = [
-                    WorkItem(definition, solution, workload, resolved, root, evaluator, config.profile_baseline)
-                    for solution in solutions
-                    if (name, solution.name, workload.uuid) not in done
-                ]
-                if group:
-                    groups.append(group)
-        return groups
+            items += [
+                WorkItem(definition, solution, workload_trace.workload, resolved, root, evaluator,
+                         config.profile_baseline)
+                for workload_trace in self.trace_set.workloads.get(name, [])
+                for solution in solutions
+                if (name, solution.name, workload_trace.workload.uuid) not in done
+            ]
+        return items
+
+    def work_groups(self, *, resume: bool = False, devices: int = 1) -> list[list[WorkItem]]:
+        """The items of workloads that can run, grouped for ``devices`` devices (bench/grouping.py)."""
+        return group_items(self.runnable_items(self.work_items(resume=resume))[0], devices)
+
+    @staticmethod
+    def runnable_items(items: list[WorkItem]) -> tuple[list[WorkItem], list[Verdict]]:
+        """The items whose workload can run, and RUNTIME_ERROR verdicts for the others (each workload is checked
+        once, on the CPU: its axes, inputs, blobs and constraints)."""
+        by_workload: dict[tuple[str, str], list[WorkItem]] = {}
+        for item in items:
+            by_workload.setdefault(item.workload_key, []).append(item)
+        runnable, refused = [], []
+        for workload_items in by_workload.values():
+            first = workload_items[0]
+            problems = check_workload(first.definition, first.workload, first.trace_set_root)
+            if problems:
+                refused += invalid_workload_verdicts(workload_items, problems, parent_environment())
+            else:
+                runnable += workload_items
+        return runnable, refused
 
     def run_all(self, save_results: bool = True, *, resume: bool = False) -> TraceSet:
-        groups = self.work_groups(resume=resume)
+        items = self.work_items(resume=resume)
         result = self.trace_set.copy()
         persist = save_results and result.root is not None
         if self.progress:
-            self.progress.start(sum(len(g) for g in groups))
+            self.progress.start(len(items))
 
         def record(verdict: Verdict) -> None:
             trace = make_trace(verdict)
@@ -126,18 +144,12 @@ class Benchmark:
             if self.progress:
                 self.progress.advance(trace)
 
-        runnable = []
-        for group in groups:
-            first = group[0]
-            problems = check_workload(first.definition, first.workload, first.trace_set_root)
-            if not problems:
-                runnable.append(group)
-                continue
-            for verdict in invalid_workload_verdicts(group, problems, parent_environment()):
-                record(verdict)
+        runnable, refused = self.runnable_items(items)
+        for verdict in refused:
+            record(verdict)
         if runnable:
             with self.runner_factory(self.config) as runner:
-                runner.run(runnable, record)
+                runner.run(group_items(runnable, runner.parallelism), record)
         if self.progress:
             self.progress.finish()
         return result
@@ -158,8 +170,8 @@ def parent_environment() -> dict[str, Any]:
     return describe_environment("cpu")
 
 
-def default_runner(config: BenchmarkConfig, protected: tuple[str, ...] = ()) -> Runner:
-    """The config's runner on every available device; solutions cannot write ``protected`` (the trace set)."""
+def default_runner(config: BenchmarkConfig) -> Runner:
+    """The config's runner on every available device."""
     devices = available_devices()
     factory = isolated_runner if config.use_isolated_runner else persistent_runner
-    return factory(devices, timeout_seconds=config.timeout_seconds, protected=protected)
+    return factory(devices, timeout_seconds=config.timeout_seconds)

@@ -9,6 +9,7 @@ still know what the solution was given. The judge derives seeds from a secret of
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
 from typing import Any
 
@@ -53,33 +54,100 @@ def _random_tensor(spec: TensorSpec, shape: tuple[int, ...], name: str, definiti
 BlobCache = dict[tuple[str, str, str], torch.Tensor]
 
 
+#: Each tensor drawn in a shared buffer starts at a multiple of this many bytes (what vectorised kernels assume).
+DRAWN_ALIGNMENT_BYTES = 256
+
+
+def _shared_draw_dtype(spec: TensorSpec, name: str, definition: Definition) -> torch.dtype | None:
+    """The dtype in which this input is drawn together with the others of that dtype (one kernel per dtype and
+    call), or None for an input drawn on its own (sampling probabilities, float4, bool)."""
+    dtype = DType(spec.dtype)
+    if dtype is DType.FLOAT4_E2M1 or dtype is DType.BOOL or (definition.op_type == "sampling" and name == "probs"):
+        return None
+    if dtype.is_floating:
+        return dtype.to_torch() if dtype in _DRAWN_DIRECTLY else torch.bfloat16
+    return dtype.to_torch()
+
+
+class InputPlan:
+    """How to draw one workload's inputs on a device, worked out once: axes bound, shapes known, blobs read once,
+    and only the constraints that read drawn values checked per draw (the others hold for every draw, and
+    ``data.workload_check`` checked them before the workload was handed out).
+
+    A draw launches as few kernels as it can, since the worker draws fresh inputs for every timed call (each
+    launch costs the host time and CUPTI records): the tensors drawn in one dtype are slices of one buffer drawn
+    at once, and scalars are drawn on the host. The judge and the worker each hold one per workload and draw
+    every call's inputs through it, so both get the same values from the same seed."""
+
+    def __init__(self, definition: Definition, workload: Workload, device: str, root: str | Path | None) -> None:
+        self.definition = definition
+        self.device = device
+        self.root = root
+        self.axes = definition.bind_axes(workload.axes)
+        self.sources = [(name, spec, workload.inputs.get(name), definition.shape_of(spec, self.axes))
+                        for name, spec in definition.inputs.items()]
+        drawn = {name for name, _, source, _ in self.sources if source is None}
+        self.value_constraints = [c for c in definition.parsed_constraints if c.names & drawn]
+        #: dtype -> [(input index, first element, shape)], and the elements of each shared buffer.
+        self.shared: dict[torch.dtype, list[tuple[int, int, tuple[int, ...]]]] = {}
+        self.shared_sizes: dict[torch.dtype, int] = {}
+        for index, (name, spec, source, shape) in enumerate(self.sources):
+            dtype = _shared_draw_dtype(spec, name, definition) if source is None and shape is not None else None
+            if dtype is not None:
+                per_alignment = max(1, DRAWN_ALIGNMENT_BYTES // torch.empty((), dtype=dtype).element_size())
+                start = -(-self.shared_sizes.get(dtype, 0) // per_alignment) * per_alignment
+                self.shared.setdefault(dtype, []).append((index, start, shape))
+                self.shared_sizes[dtype] = start + math.prod(shape)
+        self.blobs: BlobCache = {}
+        self._generators: dict[str, torch.Generator] = {}
+
+    def generator(self, device: str, seed: int) -> torch.Generator:
+        if device not in self._generators:
+            self._generators[device] = torch.Generator(device=torch.device(device))
+        return self._generators[device].manual_seed(seed)
+
+    def draw(self, seed: int) -> list[Any]:
+        """The definition's inputs, in order, drawn from ``seed`` (blob tensors are private copies)."""
+        definition, torch_device = self.definition, torch.device(self.device)
+        generator = self.generator(self.device, seed)
+        values: list[Any] = [None] * len(self.sources)
+        for dtype, members in self.shared.items():
+            size = self.shared_sizes[dtype]
+            if dtype.is_floating_point:
+                buffer = torch.randn(size, dtype=dtype, device=torch_device, generator=generator)
+            else:
+                buffer = torch.randint(*RANDOM_INT_RANGE, (size,), dtype=dtype, device=torch_device,
+                                       generator=generator)
+            for index, start, shape in members:
+                value = buffer[start:start + math.prod(shape)].view(shape)
+                wanted = DType(self.sources[index][1].dtype).to_torch()
+                values[index] = value if wanted == dtype else value.to(wanted)
+        scalars: torch.Generator | None = None
+        for index, (name, spec, source, shape) in enumerate(self.sources):
+            if values[index] is not None:
+                continue
+            if isinstance(source, ScalarInput):
+                values[index] = source.value
+            elif isinstance(source, SafetensorsInput):
+                values[index] = _blob_tensor(source, name, spec, shape, self.root, self.device, self.blobs)
+            elif shape is None:
+                scalars = scalars or self.generator("cpu", stable_seed(seed, "scalars"))
+                values[index] = _random_tensor(spec, (), name, definition, torch.device("cpu"), scalars).item()
+            else:
+                values[index] = _random_tensor(spec, shape, name, definition, torch_device, generator)
+        if self.value_constraints:
+            named = dict(zip(definition.inputs, values, strict=True))
+            violations = definition.constraint_violations(self.axes, named, self.value_constraints)
+            if violations:
+                raise ValueError("the drawn inputs break the definition's constraints (give these inputs in a "
+                                 "blob): " + "; ".join(violations))
+        return values
+
+
 def generate_inputs(definition: Definition, workload: Workload, seed: int, device: str,
-                    root: str | Path | None, blobs: BlobCache | None = None) -> list[Any]:
-    """The definition's inputs, in order, drawn from ``seed`` (blob tensors are copies, never ``blobs``' own)."""
-    axes = definition.bind_axes(workload.axes)
-    torch_device = torch.device(device)
-    generator = torch.Generator(device=torch_device)
-    generator.manual_seed(seed)
-    values: list[Any] = []
-    for name, spec in definition.inputs.items():
-        source = workload.inputs.get(name)
-        shape = definition.shape_of(spec, axes)
-        if isinstance(source, ScalarInput):
-            values.append(source.value)
-        elif isinstance(source, SafetensorsInput):
-            values.append(_blob_tensor(source, name, spec, shape, root, device, blobs))
-        elif shape is None:
-            scalar = _random_tensor(spec, (), name, definition, torch_device, generator)
-            values.append(scalar.item())
-        else:
-            values.append(_random_tensor(spec, shape, name, definition, torch_device, generator))
-    # Constraints on the values of random inputs could not be decided before they were drawn (the others were,
-    # by data.workload_check, before the workload was handed out).
-    violations = definition.constraint_violations(axes, dict(zip(definition.inputs, values, strict=True)))
-    if violations:
-        raise ValueError("the drawn inputs break the definition's constraints (give these inputs in a blob): "
-                         + "; ".join(violations))
-    return values
+                    root: str | Path | None) -> list[Any]:
+    """The definition's inputs, in order, drawn from ``seed`` (one draw of a fresh ``InputPlan``)."""
+    return InputPlan(definition, workload, device, root).draw(seed)
 
 
 def _blob_tensor(source: SafetensorsInput, name: str, spec: TensorSpec, shape: tuple[int, ...] | None,

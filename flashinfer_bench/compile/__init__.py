@@ -5,7 +5,7 @@ need when they run.
 """
 
 from flashinfer_bench.compile.build import build_reference, build_solution
-from flashinfer_bench.compile.cache import CACHE_ENV_VAR, resolve_cache_root
+from flashinfer_bench.compile.cache import CACHE_ENV_VAR, promote_entry, resolve_cache_root
 from flashinfer_bench.compile.context import BuildContext
 from flashinfer_bench.compile.errors import BuildError, is_compile_error
 from flashinfer_bench.compile.registry import ANY_BINDING, Builder, find_builder, register_builder
@@ -22,6 +22,7 @@ __all__ = [
     "build_solution",
     "find_builder",
     "is_compile_error",
+    "promote_entry",
     "register_builder",
     "resolve_cache_root",
 ]

@@ -9,6 +9,7 @@ import sys
 import traceback
 import types
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from flashinfer_bench.compile.cache import resolve_cache_root
@@ -21,12 +22,21 @@ from flashinfer_bench.data import Definition, Solution
 
 
 def build_solution(
-    solution: Solution, device: str = "cpu", cache_dir: str | os.PathLike[str] | None = None
+    solution: Solution,
+    device: str = "cpu",
+    cache_dir: str | os.PathLike[str] | None = None,
+    scratch_dir: str | os.PathLike[str] | None = None,
 ) -> Runnable:
-    """Build (or fetch from the build cache) a solution for ``device``; raises BuildError."""
+    """Build (or fetch from the build cache) a solution for ``device``; raises BuildError.
+
+    With ``scratch_dir`` (a writable directory private to this process) the cache root is never written: a
+    verified cache entry is used as it is, anything else is built under ``scratch_dir`` in the cache's layout,
+    for a trusted process to promote into the cache once this one has exited (``cache.promote_entry``)."""
     check_dependencies(solution.spec.dependencies)
     builder = find_builder(solution.spec)
-    return builder(solution, BuildContext(device=device, cache_root=resolve_cache_root(cache_dir)))
+    scratch_root = None if scratch_dir is None else Path(scratch_dir).expanduser().resolve()
+    context = BuildContext(device=device, cache_root=resolve_cache_root(cache_dir), scratch_root=scratch_root)
+    return builder(solution, context)
 
 
 def build_reference(definition: Definition) -> Callable[..., Any]:

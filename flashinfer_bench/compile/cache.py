@@ -6,14 +6,19 @@ under a temporary name, then renamed), so a process that sees it sees every sour
 
 Nothing in it is trusted on reuse: sources are compared with the solution's before use, and a built
 library with the SHA-256 recorded when it was built. An entry that changed is set aside and rebuilt.
+
+A sandboxed worker may only read the cache root: it builds under a scratch root of its own, in the same
+layout, and a trusted process moves what it wrote into the cache afterwards (:func:`promote_entry`).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -123,3 +128,105 @@ def record_artifact(build_dir: Path, name: str, artifact: Path) -> None:
     staging = build_dir / f".{name}.artifact.tmp"
     staging.write_text(f"{artifact.relative_to(build_dir)} {file_digest(artifact)}", encoding="utf-8")
     os.replace(staging, build_dir / f"{name}.artifact")
+
+
+# --- promotion: run by a trusted process, never by solution code -------------------------------------------
+
+#: Mode bits a promoted file or folder loses: set-id bits (a file a worker running as root wrote would be a
+#: setuid-root program in the cache) and write access for anyone but the owner.
+STRIPPED_MODE_BITS = stat.S_ISUID | stat.S_ISGID | stat.S_IWGRP | stat.S_IWOTH
+
+
+def promote_entry(solution: Solution, scratch_root: Path, cache_root: Path) -> bool:
+    """Move the entry a worker wrote for ``solution`` under ``scratch_root`` into ``cache_root``; returns
+    whether anything was added.
+
+    Without an entry in the cache, the whole scratch entry is moved there (renamed, or across file systems
+    copied under a temporary name and renamed). With one, only the top-level children it lacks are moved in
+    (a ``.triton`` folder, a build folder made after the entry was promoted); nothing in the cache is
+    replaced. A missing scratch entry, a symlink on the way to it, or a cache entry (or its language folder)
+    that is a symlink, adds nothing.
+
+    Why this is safe although the worker that wrote the scratch entry ran untrusted code: the caller must
+    call it only after that worker has exited, and only for a scratch root written by a worker that ran this
+    one solution (an isolated worker; never a persistent worker's, where one solution could have written
+    another's scratch entry before it was built). The entry is keyed by the solution's content hash, so
+    whatever the solution wrote can only ever reach later runs of its own code, which could do the same
+    themselves; every reuse still verifies the sources and a built library's SHA-256 as for any entry. No
+    file is read or interpreted and no symlink followed: symlinks move as symlinks, FIFOs, sockets and
+    device nodes are dropped, and set-id bits and group/other write access are cleared
+    (``STRIPPED_MODE_BITS``).
+    """
+    source = solution_dir(solution, scratch_root)
+    target = solution_dir(solution, cache_root)
+    if not _real_folders(source.parent, source):
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not _real_folders(target.parent):
+        return False
+    _sanitize(source)
+    if _place(source, target):
+        return True
+    if not _real_folders(target):
+        return False
+    added = [_place(child, target / child.name) for child in sorted(source.iterdir())]
+    return any(added)
+
+
+def _real_folders(*paths: Path) -> bool:
+    """Whether every path is a folder, not a symlink (to one): a promotion never writes through a symlink."""
+    return all(path.is_dir() and not path.is_symlink() for path in paths)
+
+
+def _sanitize(tree: Path) -> None:
+    """Drop what is neither a folder, a regular file nor a symlink, and clear ``STRIPPED_MODE_BITS``; folders
+    are made listable by their owner first, so none of what they hold is missed."""
+    _sanitize_node(str(tree))
+    for parent, folders, files in os.walk(tree, onerror=_raise):  # top-down, never into a symlink
+        for name in (*folders, *files):
+            _sanitize_node(os.path.join(parent, name))
+
+
+def _sanitize_node(path: str) -> None:
+    mode = os.lstat(path).st_mode
+    if stat.S_ISDIR(mode):
+        os.chmod(path, (stat.S_IMODE(mode) | stat.S_IRWXU) & ~STRIPPED_MODE_BITS)
+    elif stat.S_ISREG(mode):
+        os.chmod(path, stat.S_IMODE(mode) & ~STRIPPED_MODE_BITS)
+    elif not stat.S_ISLNK(mode):
+        os.unlink(path)
+
+
+def _raise(error: OSError) -> None:
+    raise error
+
+
+def _place(node: Path, target: Path) -> bool:
+    """Move ``node`` to ``target`` unless something is there; whether it was moved."""
+    if os.path.lexists(target):
+        return False
+    try:
+        os.rename(node, target)
+    except OSError as error:
+        if error.errno == errno.EXDEV:
+            return _copy_into_place(node, target)
+        if os.path.lexists(target):  # another promotion of the same entry was first
+            return False
+        raise
+    return True
+
+
+def _copy_into_place(node: Path, target: Path) -> bool:
+    """Copy ``node`` (symlinks as symlinks) under a temporary name beside ``target``, then rename it there."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.promote.", dir=target.parent))
+    try:
+        copy = staging / target.name
+        if node.is_symlink():
+            os.symlink(os.readlink(node), copy)
+        elif node.is_dir():
+            shutil.copytree(node, copy, symlinks=True)
+        else:
+            shutil.copy2(node, copy, follow_symlinks=False)
+        return _place(copy, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
@@ -115,15 +116,17 @@ class Definition(_Model):
             bound[name] = value
         return bound
 
-    def constraint_violations(self, axes: dict[str, int], inputs: dict[str, Any]) -> list[str]:
-        """One message per constraint that is false (or cannot be evaluated) for these axes and inputs.
+    def constraint_violations(self, axes: dict[str, int], inputs: dict[str, Any],
+                              constraints: Sequence[Constraint] | None = None) -> list[str]:
+        """One message per constraint (of ``constraints``; all by default) that is false (or cannot be evaluated)
+        for these axes and inputs.
 
         ``inputs`` maps input names to tensors, scalars or :class:`ShapeOnly` stand-ins; a constraint that
         needs values not known yet is skipped (it is checked again once the inputs exist).
         """
         values = {**axes, **inputs}
         violations = []
-        for constraint in self.parsed_constraints:
+        for constraint in self.parsed_constraints if constraints is None else constraints:
             try:
                 holds = constraint.evaluate(values)
             except ConstraintError as exc:

@@ -24,6 +24,7 @@ from .l2 import (
     tensor_bytes,
 )
 from .lead_in import lead_in_step
+from .options import TimingOptions
 from .result import (
     CUDA_EVENTS,
     CUPTI,
@@ -34,7 +35,7 @@ from .result import (
     TimingResult,
 )
 from .stats import summarize
-from .steps import Step, nothing
+from .steps import SampleSteps, Step, nothing
 
 # A median whose 95% CI is wider than this percentage of it is reported as noisy.
 NOISE_LIMIT_PCT = 10.0
@@ -57,18 +58,10 @@ def bench_gpu_time(
 
     See :func:`bench_gpu_time_detailed` for the arguments.
     """
-    result = bench_gpu_time_detailed(
-        fn,
-        args,
-        kwargs,
-        enable_cupti=enable_cupti,
-        num_iters=num_iters,
-        dry_run_iters=dry_run_iters,
-        cold_l2_cache=cold_l2_cache,
-        rotate_buffers=rotate_buffers,
-        use_cuda_graph=use_cuda_graph,
-        device=device,
-    )
+    options = TimingOptions(enable_cupti=enable_cupti, num_iters=num_iters, dry_run_iters=dry_run_iters,
+                            cold_l2_cache=cold_l2_cache, rotate_buffers=rotate_buffers,
+                            use_cuda_graph=use_cuda_graph)
+    result = time_callable(fn, args, kwargs, options, device=device)
     return result.median_ms, result.std_ms
 
 
@@ -103,45 +96,33 @@ def bench_gpu_time_detailed(
             than this percentage of the median (or the budget is spent; 10 s when not given).
         time_budget_s: seconds of sampling allowed; alone, sampling continues until it is spent.
         before_each: untimed work before each dry run and each sample, given its index (samples count from 0
-            again after the dry runs); on a GPU it is queued ahead of the lead-in. The evaluators use it to
-            write new input values into the same tensors between timed calls.
+            again after the dry runs); on a GPU it runs once the previous call's work has finished, and is
+            queued ahead of the lead-in, outside the sample. The evaluators use it to give the same tensors new
+            input values between timed calls, and to report each call done to the judge.
     """
-    if num_iters < 1:
-        raise ValueError("num_iters must be at least 1")
-    if dry_run_iters < 0:
-        raise ValueError("dry_run_iters must not be negative")
-    kwargs = dict(kwargs or {})
-    dev = resolve_device(device, args, kwargs)
+    options = TimingOptions(enable_cupti=enable_cupti, num_iters=num_iters, dry_run_iters=dry_run_iters,
+                            cold_l2_cache=cold_l2_cache, rotate_buffers=rotate_buffers,
+                            use_cuda_graph=use_cuda_graph, target_ci_pct=target_ci_pct,
+                            time_budget_s=time_budget_s)
+    return time_callable(fn, args, kwargs, options, device=device, before_each=before_each)
+
+
+def time_callable(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any] | None,
+    options: TimingOptions,
+    *,
+    device: str | int | torch.device | None = None,
+    before_each: Step | None = None,
+) -> TimingResult:
+    """``bench_gpu_time_detailed`` with its options in one object."""
+    call_kwargs = dict(kwargs or {})
+    dev = resolve_device(device, args, call_kwargs)
     if dev.type == "cuda":
         with torch.cuda.device(dev):
-            return _time_cuda(
-                fn,
-                args,
-                kwargs,
-                dev,
-                enable_cupti,
-                num_iters,
-                dry_run_iters,
-                cold_l2_cache,
-                rotate_buffers,
-                use_cuda_graph,
-                target_ci_pct,
-                time_budget_s,
-                before_each,
-            )
-    return _time_host(
-        fn,
-        args,
-        kwargs,
-        dev,
-        num_iters,
-        dry_run_iters,
-        cold_l2_cache or rotate_buffers,
-        use_cuda_graph,
-        target_ci_pct,
-        time_budget_s,
-        before_each,
-    )
+            return _time_cuda(fn, tuple(args), call_kwargs, dev, options, before_each)
+    return _time_host(fn, tuple(args), call_kwargs, dev, options, before_each)
 
 
 def _then(first: Step | None, second: Step) -> Step:
@@ -161,30 +142,25 @@ def _time_host(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     dev: torch.device,
-    num_iters: int,
-    dry_run_iters: int,
-    cold: bool,
-    use_cuda_graph: bool,
-    target_ci_pct: float | None,
-    time_budget_s: float | None,
+    options: TimingOptions,
     before_each: Step | None,
 ) -> TimingResult:
     notes: list[str] = []
-    if cold:
+    if options.cold:
         notices.warn("A cold cache is not available on the host clock; timed with a warm cache.", notes)
-    if use_cuda_graph:
+    if options.use_cuda_graph:
         notices.warn("CUDA graphs need a CUDA device; timed without a graph.", notes)
 
     def body(_: int) -> None:
         fn(*args, **kwargs)
 
     prepare = _then(before_each, nothing)
-    for i in range(dry_run_iters):
+    for i in range(options.dry_run_iters):
         prepare(i)
         body(i)
     sampler = _IndexedBatches(lambda indices: measure_host(prepare, body, indices))
-    outcome = sample_until(sampler, num_iters, target_ci_pct, time_budget_s)
-    return _finish(outcome, HOST_CLOCK, False, dev, WARM, None, None, 1, notes, target_ci_pct)
+    outcome = sample_until(sampler, options.num_iters, options.target_ci_pct, options.time_budget_s)
+    return _finish(outcome, options, notes, method=HOST_CLOCK, dev=dev, policy=WARM)
 
 
 class _IndexedBatches:
@@ -205,9 +181,7 @@ def _cache_setup(
     dev: torch.device,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    cold: bool,
-    rotate: bool,
-    use_cuda_graph: bool,
+    options: TimingOptions,
     notes: list[str],
 ) -> tuple[str, list[ArgSet]]:
     """The cache policy and the argument sets to cycle through.
@@ -217,9 +191,9 @@ def _cache_setup(
     and otherwise the L2 is flushed before each sample (under a graph: one call per replay).
     """
     base: list[ArgSet] = [(tuple(args), kwargs)]
-    if not cold and not rotate:
+    if not options.cold:
         return WARM, base
-    if rotate or use_cuda_graph:
+    if options.rotate_buffers or options.use_cuda_graph:
         nbytes = tensor_bytes(args, kwargs)
         copies = copies_needed(nbytes, l2_cache_bytes(dev)) if nbytes > 0 else MAX_ROTATION_COPIES + 1
         if copies <= MAX_ROTATION_COPIES:
@@ -229,7 +203,7 @@ def _cache_setup(
                 reason = f"{copies} copies of the arguments do not fit in device memory"
         else:
             reason = f"the arguments hold {nbytes} tensor bytes, too few to rotate past the L2"
-        if rotate:
+        if options.rotate_buffers:
             notices.warn(f"rotate_buffers: {reason}; flushing the L2 before each sample instead.", notes)
     return FLUSH_L2, base
 
@@ -249,20 +223,11 @@ def choose_method(enable_cupti: bool, notes: list[str]) -> tuple[str, Any]:
 class _CudaSampler:
     """Measures batches with the chosen method, falling back to CUDA events if CUPTI fails at run time."""
 
-    def __init__(
-        self,
-        method: str,
-        cupti: Any,
-        prepare: Step,
-        body: Step,
-        calls: int,
-        dev: torch.device,
-        notes: list[str],
-    ) -> None:
+    def __init__(self, method: str, cupti: Any, steps: SampleSteps, calls: int, dev: torch.device,
+                 notes: list[str]) -> None:
         self.method = method
         self.cupti = cupti
-        self.prepare = prepare
-        self.body = body
+        self.steps = steps
         self.calls = calls
         self.dev = dev
         self.notes = notes
@@ -270,9 +235,10 @@ class _CudaSampler:
         self.kernel_samples: list[float] = []
 
     def __call__(self, indices: range) -> list[float]:
+        steps = self.steps
         if self.method == CUPTI:
             try:
-                spans = measure_cupti(self.cupti, self.prepare, self.body, indices, self.dev)
+                spans = measure_cupti(self.cupti, steps.lead_in, steps.body, indices, self.dev, setup=steps.setup)
             except CuptiUnavailable as exc:
                 notices.warn_once(str(exc), self.notes)
                 self.method = CUDA_EVENTS
@@ -288,7 +254,7 @@ class _CudaSampler:
                     self.notes,
                 )
                 self.method = CUDA_EVENTS
-        return [t / self.calls for t in measure_events(self.prepare, self.body, indices, self.dev)]
+        return [t / self.calls for t in measure_events(steps.lead_in, steps.body, indices, self.dev, setup=steps.setup)]
 
 
 def _time_cuda(
@@ -296,32 +262,27 @@ def _time_cuda(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     dev: torch.device,
-    enable_cupti: bool,
-    num_iters: int,
-    dry_run_iters: int,
-    cold_l2_cache: bool,
-    rotate_buffers: bool,
-    use_cuda_graph: bool,
-    target_ci_pct: float | None,
-    time_budget_s: float | None,
+    options: TimingOptions,
     before_each: Step | None,
 ) -> TimingResult:
     notes: list[str] = []
-    method, cupti = choose_method(enable_cupti, notes)
-    policy, arg_sets = _cache_setup(dev, args, kwargs, cold_l2_cache, rotate_buffers, use_cuda_graph, notes)
+    method, cupti = choose_method(options.enable_cupti, notes)
+    policy, arg_sets = _cache_setup(dev, args, kwargs, options, notes)
 
     def call(k: int) -> None:
         call_args, call_kwargs = arg_sets[k % len(arg_sets)]
         fn(*call_args, **call_kwargs)
 
-    prepare = _then(before_each, lead_in_step(dev, flush=policy == FLUSH_L2))
-    for i in range(dry_run_iters):
-        prepare(i)
+    steps = SampleSteps(lead_in=lead_in_step(dev, flush=policy == FLUSH_L2), body=call, setup=before_each)
+    for i in range(options.dry_run_iters):
+        steps.prepare(i)
         call(i)
+        if before_each is not None:  # the next before_each runs once this call's work has finished
+            torch.cuda.synchronize(dev)
     torch.cuda.synchronize(dev)
 
-    body, calls, graphed = call, 1, False
-    if use_cuda_graph:
+    calls, graphed = 1, False
+    if options.use_cuda_graph:
         calls = {WARM: WARM_CALLS_PER_GRAPH, FLUSH_L2: 1, ROTATE_BUFFERS: len(arg_sets)}[policy]
         try:
             graph = capture(call, calls, dev)
@@ -331,51 +292,42 @@ def _time_cuda(
         else:
             graph.replay()
             torch.cuda.synchronize(dev)
-            body, graphed = (lambda _: graph.replay()), True
+            steps, graphed = SampleSteps(steps.lead_in, lambda _: graph.replay(), steps.setup), True
 
-    sampler = _CudaSampler(method, cupti, prepare, body, calls, dev, notes)
+    sampler = _CudaSampler(method, cupti, steps, calls, dev, notes)
     clocks_before = sm_clock_mhz(dev)
-    outcome = sample_until(_IndexedBatches(sampler), num_iters, target_ci_pct, time_budget_s)
+    outcome = sample_until(_IndexedBatches(sampler), options.num_iters, options.target_ci_pct,
+                           options.time_budget_s)
     clocks_after = sm_clock_mhz(dev)
     if sampler.dropped:
         notices.warn(f"{sampler.dropped} samples recorded no GPU work under CUPTI and were dropped.", notes)
     drop = clock_drop_warning(clocks_before, clocks_after)
     if drop:
         notices.warn(drop, notes)
-    return _finish(
-        outcome,
-        sampler.method,
-        graphed,
-        dev,
-        policy,
-        clocks_before,
-        clocks_after,
-        calls,
-        notes,
-        target_ci_pct,
-        sampler.kernel_samples if sampler.method == CUPTI else None,
-    )
+    return _finish(outcome, options, notes, method=sampler.method, dev=dev, policy=policy, graphed=graphed,
+                   clocks=(clocks_before, clocks_after), calls=calls,
+                   kernel_samples=sampler.kernel_samples if sampler.method == CUPTI else None)
 
 
 def _finish(
     outcome: AdaptiveOutcome,
+    options: TimingOptions,
+    notes: list[str],
+    *,
     method: str,
-    graphed: bool,
     dev: torch.device,
     policy: str,
-    clocks_before: int | None,
-    clocks_after: int | None,
-    calls: int,
-    notes: list[str],
-    target_ci_pct: float | None,
+    graphed: bool = False,
+    clocks: tuple[int | None, int | None] = (None, None),
+    calls: int = 1,
     kernel_samples: list[float] | None = None,
 ) -> TimingResult:
     stats = summarize(outcome.samples)
     width = stats.ci95_width_pct
-    if target_ci_pct is not None and not outcome.target_met:
+    if options.target_ci_pct is not None and not outcome.target_met:
         notices.warn(
             f"The 95% CI of the median is {width:.1f}% of it after {stats.n} samples, "
-            f"not under the target {target_ci_pct:g}%: the time budget ran out.",
+            f"not under the target {options.target_ci_pct:g}%: the time budget ran out.",
             notes,
         )
     elif width > NOISE_LIMIT_PCT:
@@ -390,8 +342,8 @@ def _finish(
         cuda_graph=graphed,
         device=device_name(dev),
         cache_policy=policy,
-        clocks_before=clocks_before,
-        clocks_after=clocks_after,
+        clocks_before=clocks[0],
+        clocks_after=clocks[1],
         stats=stats,
         calls_per_sample=calls,
         warnings=notes,

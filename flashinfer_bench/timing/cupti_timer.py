@@ -8,7 +8,9 @@ enabled only while measuring, so the rest of the process is not traced.
 from __future__ import annotations
 
 import functools
+import re
 import threading
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -21,6 +23,11 @@ CUPTI_MISSING = "CUPTI is not installed. Try 'pip install -U cupti-python'. Fall
 
 _BUFFER_BYTES = 8 * 1024 * 1024
 _FLUSH_FORCED = 1  # CUPTI_ACTIVITY_FLAG_FLUSH_FORCED: also deliver buffers that are not full
+#: The API calls that can put work on a GPU (a kernel, a copy, a fill, a graph's nodes) and whose records the
+#: span rule needs (cupti_records.py). Records of every other call (synchronising, querying the device or an
+#: error, creating events) say nothing about a sample and only cost processing: about three in four of a
+#: harness's calls (benchmarks/cupti_costs.py).
+GPU_WORK_API = re.compile("Launch|Memcpy|Memset")
 
 
 class CuptiUnavailable(RuntimeError):
@@ -49,6 +56,33 @@ class _Session:
         self.gpu: list[GpuRecord] = []
         self.lock = threading.Lock()
         self.register()
+        #: (switch, API call id, whether its records are kept); see ``_choose_api_records``.
+        self.api_choices = self._api_choices()
+
+    def _api_choices(self) -> list[tuple[Callable[[int, int], Any], int, int]]:
+        """Every API call this cupti-python can choose records for, each kept only if it can put work on the GPU
+        (``GPU_WORK_API``); none where it cannot choose (every call keeps its record then)."""
+        choices = []
+        for cbids, enable in (("RuntimeApiTraceCbid", "activity_enable_runtime_api"),
+                              ("DriverApiTraceCbid", "activity_enable_driver_api")):
+            members, switch = getattr(self.cupti, cbids, None), getattr(self.cupti, enable, None)
+            if members is not None and switch is not None:
+                choices += [(switch, int(member), int(bool(GPU_WORK_API.search(member.name)))) for member in members]
+        return choices
+
+    def _choose_api_records(self) -> None:
+        """After the API kinds are enabled (which records every call again, seen with CUPTI 13.0): keep the
+        records of the calls that can put work on the GPU and drop the others. Ids CUPTI refuses (the enums'
+        INVALID / SIZE members, calls this CUPTI does not know) are not asked about again."""
+        refused = []
+        for choice in self.api_choices:
+            switch, cbid, keep = choice
+            try:
+                switch(cbid, keep)
+            except Exception:  # noqa: BLE001 - cupti.cuptiError for an id this CUPTI does not take
+                refused.append(choice)
+        if refused:
+            self.api_choices = [choice for choice in self.api_choices if choice not in refused]
 
     def register(self) -> None:
         self.cupti.activity_register_callbacks(self._buffer_requested, self._buffer_completed)
@@ -73,22 +107,24 @@ class _Session:
         toggle = self.cupti.activity_enable if enabled else self.cupti.activity_disable
         for kind in sorted(self.gpu_kinds | self.api_kinds):
             toggle(kind)
+        if enabled:
+            self._choose_api_records()
 
     def trace(
-        self, prepare: Step, body: Step, indices: range, device: torch.device
+        self, prepare: Step, body: Step, indices: range, device: torch.device, setup: Step | None = None
     ) -> list[IterationSpan | None]:
         """Run the samples with tracing on and return each one's GPU span."""
-        windows, api, gpu = self._record(prepare, body, indices, device)
+        windows, api, gpu = self._record(prepare, body, indices, device, setup)
         if not api:
             # Not even the synchronize calls came back: another CUPTI client in this process replaced our
             # buffer callbacks or finalized CUPTI (FlashInfer's own bench_gpu_time ends with
             # cupti.finalize()). Register them again and measure once more.
             self.register()
-            windows, api, gpu = self._record(prepare, body, indices, device)
+            windows, api, gpu = self._record(prepare, body, indices, device, setup)
         return bucket_iterations(windows, api, gpu)
 
     def _record(
-        self, prepare: Step, body: Step, indices: range, device: torch.device
+        self, prepare: Step, body: Step, indices: range, device: torch.device, setup: Step | None
     ) -> tuple[list[SampleWindow], list[ApiRecord], list[GpuRecord]]:
         """Run the samples with tracing on: their host windows and the records CUPTI delivered."""
         cupti = self.cupti
@@ -103,6 +139,10 @@ class _Session:
         windows: list[SampleWindow] = []
         try:
             for i in indices:
+                if setup is not None:
+                    # Outside every sample's window: its records are left out (switching tracing off around
+                    # it would cost more than the records: ~0.2 ms per switch on an H100, cupti_costs.py).
+                    setup(i)
                 lead_in = cupti.get_timestamp()
                 prepare(i)
                 body_start = cupti.get_timestamp()
@@ -138,7 +178,8 @@ def session(cupti: ModuleType) -> _Session:
 
 
 def measure_cupti(
-    cupti: ModuleType, prepare: Step, body: Step, indices: range, device: torch.device
+    cupti: ModuleType, prepare: Step, body: Step, indices: range, device: torch.device, *, setup: Step | None = None
 ) -> list[IterationSpan | None]:
-    """GPU span of each sample from CUPTI kernel records; None for a sample that ran no GPU work."""
-    return session(cupti).trace(prepare, body, indices, device)
+    """GPU span of each sample from CUPTI kernel records; None for a sample that ran no GPU work. ``setup(i)``
+    runs before ``prepare(i)``, outside the sample's window, after the previous sample's work has finished."""
+    return session(cupti).trace(prepare, body, indices, device, setup)

@@ -12,17 +12,22 @@ import torch
 from .steps import Step
 
 
-def measure_events(prepare: Step, body: Step, indices: range, device: torch.device) -> list[float]:
+def measure_events(prepare: Step, body: Step, indices: range, device: torch.device, *,
+                   setup: Step | None = None) -> list[float]:
     """Elapsed time between events recorded just before and just after ``body(i)``, ms.
 
     Every sample is queued before a single synchronize, so the host never stalls the GPU between samples;
-    ``prepare(i)`` (e.g. an L2 flush) is queued on the same stream before the start event.
+    ``prepare(i)`` (e.g. an L2 flush) is queued on the same stream before the start event. With a ``setup``,
+    each ``setup(i)`` runs first, once the previous sample's work has finished (it waits for it).
     """
     stream = torch.cuda.current_stream(device)
     pairs: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
     for i in indices:
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
+        if setup is not None:
+            torch.cuda.synchronize(device)
+            setup(i)
         prepare(i)
         start.record(stream)
         body(i)

@@ -11,6 +11,9 @@ import torch
 from flashinfer_bench.timing import api, cupti_timer, notices
 from flashinfer_bench.timing.cupti_timer import CUPTI_MISSING, CuptiUnavailable
 from flashinfer_bench.timing.result import CUDA_EVENTS, CUPTI
+from flashinfer_bench.timing.steps import SampleSteps
+
+NO_STEPS = SampleSteps(lambda i: None, lambda i: None)
 
 
 class Kind(enum.IntEnum):
@@ -22,10 +25,26 @@ class Kind(enum.IntEnum):
     OTHER = 99
 
 
+class RuntimeCbid(enum.IntEnum):
+    INVALID = 0
+    cudaLaunchKernel_v7000 = 211
+    cudaMemcpyAsync_v3020 = 41
+    cudaDeviceSynchronize_v3020 = 165
+    cudaGetDevice_v3020 = 17
+
+
+class DriverCbid(enum.IntEnum):
+    cuLaunchKernel = 307
+    cuMemsetD8Async = 280
+    cuCtxSynchronize = 17
+
+
 class FakeCupti:
     """Records API launches and kernels; delivers them through the registered callback on flush."""
 
     ActivityKind = Kind
+    RuntimeApiTraceCbid = RuntimeCbid
+    DriverApiTraceCbid = DriverCbid
 
     def __init__(self, fail_enable=False):
         self.clock = 0
@@ -35,6 +54,17 @@ class FakeCupti:
         self.callbacks = None
         self.register_count = 0
         self.fail_enable = fail_enable
+        self.api_switched_off = set()
+        self.api_choice_calls = 0
+
+    def activity_enable_runtime_api(self, cbid, enable):
+        if cbid == RuntimeCbid.INVALID:
+            raise RuntimeError("CUPTI_ERROR_INVALID_PARAMETER")
+        self.api_choice_calls += 1
+        (self.api_switched_off.discard if enable else self.api_switched_off.add)(RuntimeCbid(cbid).name)
+
+    def activity_enable_driver_api(self, cbid, enable):
+        (self.api_switched_off.discard if enable else self.api_switched_off.add)(DriverCbid(cbid).name)
 
     def activity_register_callbacks(self, requested, completed):
         self.register_count += 1
@@ -44,6 +74,8 @@ class FakeCupti:
         if self.fail_enable:
             raise RuntimeError("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED")
         self.enabled.add(kind)
+        if kind in (Kind.RUNTIME, Kind.DRIVER):  # as CUPTI 13.0 does: every API call is recorded again
+            self.api_switched_off.clear()
 
     def activity_disable(self, kind):
         self.enabled.discard(kind)
@@ -103,6 +135,40 @@ def test_trace_buckets_kernels_and_skips_flush(fresh_session):
     assert [s.activities for s in spans] == [3, 3, 3]
     assert fake.enabled == set()  # tracing is off again after measuring
     assert fake.pending == []
+
+
+def test_setup_runs_before_each_sample_and_is_never_counted(fresh_session):
+    fake = FakeCupti()
+
+    def setup(i):
+        base = 1_000_000 * (i + 1)
+        fake.launch(base - 990_000, base - 950_000)  # e.g. drawing the next inputs: outside the sample's window
+
+    def prepare(i):
+        base = 1_000_000 * (i + 1)
+        fake.launch(base - 900_000, base - 1_000)
+
+    spans = cupti_timer.measure_cupti(fake, prepare, lambda i: fake.launch(1_000_000 * (i + 1), 1_000_000 * (i + 1) + 5_000),
+                                      range(2), torch.device("cpu"), setup=setup)
+    assert [s.duration_ms for s in spans] == pytest.approx([0.006] * 2)  # from the lead-in's end, as without setup
+    assert [s.activities for s in spans] == [1, 1]
+    assert fake.enabled == set()
+
+
+def test_only_calls_that_put_work_on_the_gpu_leave_api_records(fresh_session):
+    fake = FakeCupti()
+    switched_off_while_measuring = []
+
+    def body(i):
+        switched_off_while_measuring.append(set(fake.api_switched_off))
+        fake.launch(100, 150)
+
+    cupti_timer.measure_cupti(fake, lambda i: None, body, range(2), torch.device("cpu"))
+    assert switched_off_while_measuring == [{"cudaDeviceSynchronize_v3020", "cudaGetDevice_v3020",
+                                             "cuCtxSynchronize"}] * 2
+    calls = fake.api_choice_calls
+    cupti_timer.measure_cupti(fake, lambda i: None, body, range(2), torch.device("cpu"))
+    assert fake.api_choice_calls - calls == len(RuntimeCbid) - 1  # the refused INVALID is not asked again
 
 
 def test_callbacks_registered_once_per_process(fresh_session):
@@ -189,32 +255,32 @@ def test_sampler_divides_by_calls_and_drops_empty_samples(monkeypatch):
     from flashinfer_bench.timing.cupti_records import IterationSpan
 
     spans = [IterationSpan(0, 2_000_000, 1, 1_000_000), None, IterationSpan(0, 4_000_000, 1, 0)]
-    monkeypatch.setattr(api, "measure_cupti", lambda *a: spans)
-    sampler = api._CudaSampler(CUPTI, object(), None, None, 2, torch.device("cpu"), [])
+    monkeypatch.setattr(api, "measure_cupti", lambda *a, **k: spans)
+    sampler = api._CudaSampler(CUPTI, object(), NO_STEPS, 2, torch.device("cpu"), [])
     assert sampler(range(3)) == [1.0, 2.0]
     assert sampler.kernel_samples == [0.5, 2.0]  # kernel records alone, per call
     assert sampler.dropped == 1 and sampler.method == CUPTI
 
 
 def test_sampler_falls_back_to_events_when_cupti_fails(monkeypatch, caplog):
-    def broken(*a):
+    def broken(*a, **k):
         raise CuptiUnavailable("CUPTI could not trace (boom). Falling back to CUDA events.")
 
     monkeypatch.setattr(api, "measure_cupti", broken)
-    monkeypatch.setattr(api, "measure_events", lambda prepare, body, indices, dev: [3.0] * len(indices))
+    monkeypatch.setattr(api, "measure_events", lambda prepare, body, indices, dev, setup=None: [3.0] * len(indices))
     monkeypatch.setattr(notices, "_already_logged", set())
     notes = []
-    sampler = api._CudaSampler(CUPTI, object(), None, None, 3, torch.device("cpu"), notes)
+    sampler = api._CudaSampler(CUPTI, object(), NO_STEPS, 3, torch.device("cpu"), notes)
     assert sampler(range(2)) == [1.0, 1.0]
     assert sampler.method == CUDA_EVENTS
     assert notes == ["CUPTI could not trace (boom). Falling back to CUDA events."]
 
 
 def test_sampler_falls_back_when_cupti_sees_no_gpu_work(monkeypatch):
-    monkeypatch.setattr(api, "measure_cupti", lambda *a: [None, None])
-    monkeypatch.setattr(api, "measure_events", lambda prepare, body, indices, dev: [0.5] * len(indices))
+    monkeypatch.setattr(api, "measure_cupti", lambda *a, **k: [None, None])
+    monkeypatch.setattr(api, "measure_events", lambda prepare, body, indices, dev, setup=None: [0.5] * len(indices))
     notes = []
-    sampler = api._CudaSampler(CUPTI, object(), None, None, 1, torch.device("cpu"), notes)
+    sampler = api._CudaSampler(CUPTI, object(), NO_STEPS, 1, torch.device("cpu"), notes)
     assert sampler(range(2)) == [0.5, 0.5]
     assert sampler.method == CUDA_EVENTS
     assert any("no GPU work" in n for n in notes)

@@ -100,8 +100,12 @@ def test_target_ci_stops_early_on_steady_function():
 
 
 def test_unreachable_target_warns():
+    # Calls of different lengths: a no-op's samples can all be equal on a coarse clock, and a zero-width
+    # interval meets any target.
+    lengths = iter([0.0, 2e-4, 4e-4] * 1000)
     res = bench_gpu_time_detailed(
-        lambda: None, num_iters=3, dry_run_iters=0, device="cpu", target_ci_pct=1e-9, time_budget_s=0.01
+        lambda: time.sleep(next(lengths)), num_iters=3, dry_run_iters=0, device="cpu", target_ci_pct=1e-9,
+        time_budget_s=0.01,
     )
     assert any("not under the target" in w for w in res.warnings)
 

@@ -52,6 +52,20 @@ def reference_callee(definition: Definition) -> ValueReturning:
     return ValueReturning(functools.partial(_by_keyword, fn, names))
 
 
+@dataclass(frozen=True)
+class ZeroFilling:
+    """A destination-passing callee that writes zeros into its outputs and does nothing else: what the judge
+    times, in a worker no solution has run in yet, to learn what the harness costs per call (its clock's
+    floor, evaluators/clock.py)."""
+
+    inputs: int
+    destination_passing_style: bool = True
+
+    def fn(self, *arguments: Any) -> None:
+        for out in arguments[self.inputs:]:
+            out.zero_()
+
+
 class OutputCountError(ValueError):
     """A value-returning call gave a different number of outputs than the definition declares."""
 

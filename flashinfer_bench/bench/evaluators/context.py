@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from flashinfer_bench.bench.config import ResolvedEvalConfig
-from flashinfer_bench.bench.inputs import generate_inputs, stable_seed
+from flashinfer_bench.bench.inputs import InputPlan, stable_seed
 from flashinfer_bench.data import Definition, Workload
 
 
@@ -39,9 +40,13 @@ class EvaluationContext:
     def trial_seed(self, trial: int) -> int:
         return self.seed_for("trial", trial)
 
+    @cached_property
+    def input_plan(self) -> InputPlan:
+        return InputPlan(self.definition, self.workload, self.device, self.trace_set_root)
+
     def inputs(self, seed: int) -> list[Any]:
         """The inputs drawn from ``seed``: the same tensors the solution's process draws from it."""
-        return generate_inputs(self.definition, self.workload, seed, self.device, self.trace_set_root)
+        return self.input_plan.draw(seed)
 
     @property
     def input_names(self) -> list[str]:

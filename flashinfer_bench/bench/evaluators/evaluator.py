@@ -11,36 +11,24 @@ the run's secret and handed over only when the call is made, so no value-keyed c
 can be told from another in advance. After each call the judge decides, at random, whether to check its
 outputs against the reference on the same inputs (``TimedCheck``); a wrong one fails the evaluation with
 ``TimedOutputsMismatch``. The judge also clocks every call itself and does not believe a claimed latency that
-its own clock says is impossible (``TimedSchedule.latency_ms``).
+its own clock refutes (evaluators/timed.py).
 """
 
 from __future__ import annotations
 
-import secrets
-import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from statistics import fmean, median
+from statistics import fmean
 from typing import Any
-
-import torch
 
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.evaluators.calling import Callee, clone_inputs, invoke, timed_call, written_inputs
 from flashinfer_bench.bench.evaluators.compare import ValueErrors, output_mismatch, value_errors
 from flashinfer_bench.bench.evaluators.context import EvaluationContext
-from flashinfer_bench.bench.evaluators.harness import CallFailed, TimingClaim
 from flashinfer_bench.bench.evaluators.slot import output_layouts
 from flashinfer_bench.bench.evaluators.solution import SolutionHandle
+from flashinfer_bench.bench.evaluators.timed import TimedCheck, TimedSchedule
 from flashinfer_bench.data import Correctness, Definition, EvaluationStatus, Performance
-
-#: Each timed call's outputs are checked with this probability, decided after the call (``extra``:
-#: ``timed_check_probability``); the last call of a session is always checked.
-DEFAULT_TIMED_CHECK_PROBABILITY = 0.125
-#: A claimed latency under this fraction of what the judge's clock allows, less PLAUSIBILITY_SLACK_MS, is
-#: not believed (see TimedSchedule.latency_ms).
-PLAUSIBLE_FRACTION = 0.5
-PLAUSIBILITY_SLACK_MS = 0.5
 
 
 @dataclass
@@ -83,94 +71,6 @@ class PerformanceResult:
     performance: Performance
     #: What the judge noticed while timing (e.g. a claimed latency it did not believe), for the trace's log.
     notes: list[str] = field(default_factory=list)
-
-
-class TimedCheck:
-    """Checks the outputs of the timed calls the schedule picks: the reference is run on the same inputs."""
-
-    def __init__(self, evaluator: type[Evaluator], ctx: EvaluationContext, baseline: Baseline) -> None:
-        self.evaluator, self.ctx, self.baseline = evaluator, ctx, baseline
-        self.probability = float(ctx.config.extra.get("timed_check_probability", DEFAULT_TIMED_CHECK_PROBABILITY))
-
-    def check(self, inputs: list[Any], outputs: tuple[torch.Tensor, ...]) -> CorrectnessResult | None:
-        assert self.baseline.reference is not None
-        ctx = self.ctx
-        reference = invoke(self.baseline.reference, ctx.definition, ctx.workload, clone_inputs(inputs), ctx.device)
-        return self.evaluator.check_timed_outputs(ctx.definition, outputs, reference, ctx.config)
-
-    def finish(self) -> CorrectnessResult | None:
-        """A verdict over all the checked calls together, for checks that need many (sampling)."""
-        return None
-
-
-class TimedSchedule:
-    """The judge's side of one timing loop: hands out a fresh seed per call, picks calls to check after they
-    ran, keeps their outputs, and clocks each call from the moment its seed is handed out until it is reported
-    done. The picked calls are judged after the loop (``judge_picked``), so that the judge puts no work on the
-    device between the solution's calls."""
-
-    def __init__(self, ctx: EvaluationContext, check: TimedCheck, session: int, warmup: int, iterations: int) -> None:
-        self.ctx, self.check, self.session = ctx, check, session
-        self.warmup, self.calls = warmup, warmup + iterations
-        self.random = secrets.SystemRandom()
-        self.seeds: list[int] = []
-        self.issued_at: list[float] = []
-        self.wall_ms: list[float] = []
-        self.input_ms: list[float] = []
-        self.picked: list[tuple[int, tuple[torch.Tensor, ...]]] = []
-
-    def _issue(self) -> int:
-        seed = self.ctx.seed_for("timed", self.session, len(self.seeds))
-        self.seeds.append(seed)
-        self.issued_at.append(time.perf_counter())
-        return seed
-
-    def first_seed(self) -> int:
-        return self._issue()
-
-    def next_seed(self) -> int:
-        return self._issue()
-
-    def on_done(self, index: int) -> bool:
-        if index != len(self.wall_ms) or index >= len(self.seeds):
-            raise CallFailed(EvaluationStatus.RUNTIME_ERROR, f"the timing loop reported call {index} out of order")
-        self.wall_ms.append((time.perf_counter() - self.issued_at[index]) * 1e3)
-        return self.random.random() < self.check.probability or index + 1 >= self.calls
-
-    def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...]) -> None:
-        self.picked.append((self.seeds[index], outputs))
-
-    def judge_picked(self) -> CorrectnessResult | None:
-        """The first failing verdict among the picked calls (then ``check.finish``'s), or None."""
-        for seed, outputs in self.picked:
-            start = time.perf_counter()
-            inputs = self.ctx.inputs(seed)
-            self.input_ms.append((time.perf_counter() - start) * 1e3)
-            result = self.check.check(inputs, tuple(t.to(self.ctx.device) for t in outputs))
-            if result is not None and not result.passed:
-                return result
-        return self.check.finish()
-
-    def latency_ms(self, claim: TimingClaim) -> tuple[float, list[str]]:
-        """The latency to record, and a note when the claim is not believed.
-
-        Each call's wall time on the judge's clock (seed handed out to call reported done) bounds what the call
-        can have taken, less the time to draw its inputs (measured here on the same device). A claimed median
-        above that bound is impossible; one under PLAUSIBLE_FRACTION of it (less PLAUSIBILITY_SLACK_MS for the
-        flush, the channel and the host) is not believed either. Either way the judge's bound is recorded.
-        """
-        samples = claim.samples_ms
-        done = len(self.wall_ms)
-        if not samples or len(samples) > done - self.warmup or not all(0.0 < s < float("inf") for s in samples):
-            raise CallFailed(EvaluationStatus.RUNTIME_ERROR,
-                             f"the solution's process reported {len(samples)} timing samples for {done} calls, "
-                             "or samples that are not positive and finite")
-        claimed = median(samples)
-        bound = max(median(self.wall_ms[self.warmup:] or self.wall_ms) - median(self.input_ms or [0.0]), 0.0)
-        if claimed > bound * 1.05 + 0.05 or claimed < PLAUSIBLE_FRACTION * bound - PLAUSIBILITY_SLACK_MS:
-            return bound, [f"timing: the solution's process claimed {claimed:.4f} ms per call, the judge's clock "
-                           f"{bound:.4f} ms; recorded the judge's ({claim.method} claim not believed)"]
-        return claimed, []
 
 
 def measure_reference_latency_ms(reference: Callee, ctx: EvaluationContext, inputs: list[list[Any]]) -> float:
@@ -276,14 +176,15 @@ class Evaluator(ABC):
         the sessions' medians. Raises ``TimedOutputsMismatch`` when a checked timed call is wrong."""
         cfg = ctx.config
         latencies, notes = [], []
+        floor = solution.clock_floor()
         for session in range(cfg.num_trials):
             check = cls.timed_check(ctx, baseline)
-            schedule = TimedSchedule(ctx, check, session, cfg.warmup_runs, cfg.iterations)
+            schedule = TimedSchedule(ctx, ("timed", session), cfg.warmup_runs, cfg.iterations, check.probability)
             claim = solution.time(cfg.iterations, cfg.warmup_runs, schedule)
-            failure = schedule.judge_picked()
+            failure = schedule.judge_picked(check)
             if failure is not None and not failure.passed:
                 raise TimedOutputsMismatch(failure)
-            latency, session_notes = schedule.latency_ms(claim)
+            latency, session_notes = schedule.latency_ms(claim, floor)
             latencies.append(latency)
             notes += session_notes
         latency = fmean(latencies)

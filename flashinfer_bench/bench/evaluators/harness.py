@@ -12,7 +12,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol
 
@@ -29,7 +29,7 @@ from flashinfer_bench.bench.evaluators.calling import (
 )
 from flashinfer_bench.bench.evaluators.compare import output_mismatch
 from flashinfer_bench.bench.evaluators.slot import Slot, TensorLayout, output_layouts
-from flashinfer_bench.bench.inputs import BlobCache, generate_inputs
+from flashinfer_bench.bench.inputs import InputPlan
 from flashinfer_bench.data import Definition, EvaluationStatus, Workload
 
 
@@ -89,7 +89,10 @@ class Harness:
     device: str
     trace_set_root: str | None
     callee: Callee
-    blobs: BlobCache = field(default_factory=dict)
+
+    @cached_property
+    def plan(self) -> InputPlan:
+        return InputPlan(self.definition, self.workload, self.device, self.trace_set_root)
 
     @cached_property
     def layouts(self) -> list[TensorLayout]:
@@ -97,7 +100,7 @@ class Harness:
         return output_layouts(self.definition, self.workload)
 
     def inputs(self, seed: int) -> list[Any]:
-        return generate_inputs(self.definition, self.workload, seed, self.device, self.trace_set_root, self.blobs)
+        return self.plan.draw(seed)
 
     def outputs(self, call_inputs: Sequence[Any]) -> tuple[Any, ...]:
         """One call's outputs, once they have the definition's structure (else CallFailed)."""
@@ -148,8 +151,8 @@ class Harness:
         return TimingClaim([float(s) for s in result.samples_ms], result.method)
 
     def _report(self, index: int, latest: Any, exchange: Exchange, slot: Slot) -> None:
-        if self.device.startswith("cuda"):
-            torch.cuda.synchronize(self.device)
+        """Call ``index`` is done (the timing API runs ``before_each`` once the previous call's work has
+        finished, and returns once the last one's has); ship its outputs if the judge asks for them."""
         if exchange.done(index):
             try:
                 outputs = latest()

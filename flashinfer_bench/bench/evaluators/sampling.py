@@ -23,9 +23,10 @@ import torch
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.evaluators.calling import Callee, clone_inputs, invoke
 from flashinfer_bench.bench.evaluators.context import EvaluationContext
-from flashinfer_bench.bench.evaluators.evaluator import Baseline, CorrectnessResult, Evaluator, TimedCheck
+from flashinfer_bench.bench.evaluators.evaluator import Baseline, CorrectnessResult, Evaluator
 from flashinfer_bench.bench.evaluators.harness import seeded
 from flashinfer_bench.bench.evaluators.solution import SolutionHandle
+from flashinfer_bench.bench.evaluators.timed import TimedCheck
 from flashinfer_bench.bench.inputs import stable_seed
 from flashinfer_bench.data import Correctness, Definition, DType, EvaluationStatus
 

@@ -9,6 +9,7 @@ reach the judge, only bytes, which are then compared with the reference's output
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 import os
 from collections.abc import Iterable, Sequence
@@ -54,11 +55,17 @@ def total_bytes(layouts: Sequence[TensorLayout]) -> int:
 
 
 class Slot:
-    """A byte buffer of fixed size; both processes map the same pages."""
+    """A byte buffer of fixed size; both processes map the same pages.
+
+    Bytes move in and out with one ``memmove`` on the host (no torch kernel, so no OpenMP threads are woken),
+    and from a GPU by one copy straight into the pages once the worker has page-locked them (``pin``)."""
 
     def __init__(self, buffer: mmap.mmap | bytearray, fd: int | None = None) -> None:
         self.buffer = buffer
         self.fd = fd
+        #: Every byte of the buffer as a tensor (holds an export of the buffer until ``close``).
+        self.bytes = torch.frombuffer(buffer, dtype=torch.uint8) if len(buffer) else torch.empty(0, dtype=torch.uint8)
+        self.pinned = False
 
     @property
     def size(self) -> int:
@@ -91,7 +98,19 @@ class Slot:
         finally:
             os.close(fd)
 
+    def pin(self) -> bool:
+        """Page-lock the buffer for the CUDA driver, so that device-to-host copies land in it directly; False
+        where that is not possible (no CUDA, or the driver refused), and copies then go through pageable memory."""
+        if self.pinned or not self.size or not torch.cuda.is_available():
+            return self.pinned
+        self.pinned = int(torch.cuda.cudart().cudaHostRegister(self.bytes.data_ptr(), self.size, 0)) == 0
+        return self.pinned
+
     def close(self) -> None:
+        if self.pinned:
+            torch.cuda.cudart().cudaHostUnregister(self.bytes.data_ptr())
+            self.pinned = False
+        self.bytes = torch.empty(0, dtype=torch.uint8)  # lets go of the buffer's export
         if isinstance(self.buffer, mmap.mmap):
             self.buffer.close()
         if self.fd is not None:
@@ -101,24 +120,28 @@ class Slot:
     def write(self, offset: int, tensors: Sequence[torch.Tensor]) -> int:
         """Raw bytes of ``tensors`` from ``offset`` on; returns the offset after them."""
         for tensor in tensors:
-            raw = tensor.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8)
-            if raw.numel():
-                if offset + raw.numel() > self.size:
+            raw = tensor.detach().contiguous().reshape(-1).view(torch.uint8)
+            count = raw.numel()
+            if count:
+                if offset + count > self.size:
                     raise ValueError("the outputs do not fit the judge's buffer")
-                torch.frombuffer(self.buffer, dtype=torch.uint8, count=raw.numel(), offset=offset).copy_(raw)
-            offset += raw.numel()
+                if raw.device.type == "cpu":
+                    ctypes.memmove(self.bytes.data_ptr() + offset, raw.data_ptr(), count)
+                else:
+                    self.bytes[offset:offset + count].copy_(raw)
+            offset += count
         return offset
 
     def read(self, offset: int, layouts: Sequence[TensorLayout], device: str) -> tuple[list[torch.Tensor], int]:
         """Private copies of the tensors ``layouts`` describe, from ``offset`` on, and the offset after them."""
         tensors = []
         for layout in layouts:
-            if layout.nbytes == 0:
-                tensors.append(torch.empty(layout.shape, dtype=layout.dtype, device=device))
-                continue
-            if offset + layout.nbytes > self.size:
+            count = layout.nbytes
+            if offset + count > self.size:
                 raise ValueError("the judge's buffer is smaller than the outputs it should hold")
-            raw = torch.frombuffer(self.buffer, dtype=torch.uint8, count=layout.nbytes, offset=offset).clone()
+            raw = torch.empty(count, dtype=torch.uint8)
+            if count:
+                ctypes.memmove(raw.data_ptr(), self.bytes.data_ptr() + offset, count)
             tensors.append(raw.view(layout.dtype).reshape(layout.shape).to(device))
-            offset += layout.nbytes
+            offset += count
         return tensors, offset

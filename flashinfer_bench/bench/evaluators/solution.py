@@ -8,10 +8,11 @@ evaluators' logic use ``LocalSolution``, which runs the same harness in-process.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
@@ -19,6 +20,9 @@ from flashinfer_bench.bench.evaluators.calling import Callee
 from flashinfer_bench.bench.evaluators.context import EvaluationContext
 from flashinfer_bench.bench.evaluators.harness import Harness, TimingClaim, failure_of
 from flashinfer_bench.bench.evaluators.slot import Slot, input_layouts, output_layouts, total_bytes
+
+if TYPE_CHECKING:
+    from flashinfer_bench.bench.evaluators.timed import ClockFloor
 
 
 @dataclass(frozen=True)
@@ -32,11 +36,11 @@ class CallResult:
 
 
 class Schedule(Protocol):
-    """The judge's side of a timing loop (see evaluator.TimedSchedule)."""
+    """The judge's side of a timing loop (see timed.TimedSchedule)."""
 
     def first_seed(self) -> int: ...
     def on_done(self, index: int) -> bool: ...
-    def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...]) -> None: ...
+    def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...], ship_ms: float) -> None: ...
     def next_seed(self) -> int: ...
 
 
@@ -62,6 +66,10 @@ class SolutionHandle(ABC):
         self.ctx = ctx
 
     @abstractmethod
+    def clock_floor(self) -> ClockFloor:
+        """What the harness costs per call where this solution runs, measured before its code was there."""
+
+    @abstractmethod
     def call(self, seed: int, *, repeat: int = 1, rng_seed: int | None = None,
              return_inputs: Sequence[str] = ()) -> CallResult:
         """Calls on the inputs drawn from ``seed``; raises CallFailed when they cannot be judged."""
@@ -77,6 +85,15 @@ class LocalSolution(SolutionHandle):
     def __init__(self, ctx: EvaluationContext, callee: Callee) -> None:
         super().__init__(ctx)
         self.harness = Harness(ctx.definition, ctx.workload, ctx.device, ctx.trace_set_root, callee)
+        self._floor: ClockFloor | None = None
+
+    def clock_floor(self) -> ClockFloor:
+        """Measured once, on the zero-filling callee in this process."""
+        if self._floor is None:
+            from flashinfer_bench.bench.evaluators.timed import calibrate, zero_filling_callee
+
+            self._floor = calibrate(self.ctx, LocalSolution(self.ctx, zero_filling_callee(self.ctx)))
+        return self._floor
 
     def call(self, seed: int, *, repeat: int = 1, rng_seed: int | None = None,
              return_inputs: Sequence[str] = ()) -> CallResult:
@@ -92,12 +109,17 @@ class LocalSolution(SolutionHandle):
         ctx = self.ctx
 
         class Direct:
+            asked_at = 0.0
+
             def done(self, index: int) -> bool:
-                return schedule.on_done(index)
+                ship = schedule.on_done(index)
+                self.asked_at = time.perf_counter()
+                return ship
 
             def shipped(self, index: int) -> None:
+                ship_ms = (time.perf_counter() - self.asked_at) * 1e3
                 tensors, _ = slot.read(0, output_layouts(ctx.definition, ctx.workload), "cpu")
-                schedule.on_shipped(index, tuple(tensors))
+                schedule.on_shipped(index, tuple(tensors), ship_ms)
 
             def next_seed(self) -> int:
                 return schedule.next_seed()

@@ -7,11 +7,11 @@ has imported nothing heavy yet.
 from flashinfer_bench._lazy import lazy_exports
 
 _EXPORTS = {
-    "ProcessRunner": "flashinfer_bench.bench.runner.runner",
-    "Runner": "flashinfer_bench.bench.runner.runner",
-    "Verdict": "flashinfer_bench.bench.runner.runner",
-    "isolated_runner": "flashinfer_bench.bench.runner.runner",
-    "persistent_runner": "flashinfer_bench.bench.runner.runner",
+    "ProcessRunner": "flashinfer_bench.bench.runner.process_pool",
+    "Runner": "flashinfer_bench.bench.runner.base",
+    "Verdict": "flashinfer_bench.bench.runner.base",
+    "isolated_runner": "flashinfer_bench.bench.runner.process_pool",
+    "persistent_runner": "flashinfer_bench.bench.runner.process_pool",
     "WorkItem": "flashinfer_bench.bench.runner.protocol",
     "WorkOutcome": "flashinfer_bench.bench.runner.protocol",
     "available_devices": "flashinfer_bench.bench.runner.devices",

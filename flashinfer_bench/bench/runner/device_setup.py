@@ -50,10 +50,26 @@ def prepare_device(device: str) -> None:
 
     torch.cuda.set_device(torch.device(device))
     scratch = torch.zeros(1, device=device)
+    warm_harness_kernels(device)
     torch.cuda.synchronize()
     if load_cupti() is not None:
         # Sets up CUPTI's activity tracing here, while a spare worker waits, not during its first item.
         bench_gpu_time(scratch.add_, args=(1,), num_iters=1, dry_run_iters=0, device=device)
+
+
+def warm_harness_kernels(device: str) -> None:
+    """Run once the kernels every evaluation launches (drawing inputs, filling and copying outputs): CUDA loads
+    a kernel's module on its first launch, which would otherwise land in a new worker's first item."""
+    import torch
+
+    generator = torch.Generator(device=device)
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        drawn = torch.randn(16, dtype=dtype, device=device, generator=generator)
+        drawn.zero_()
+        drawn.to(torch.float8_e4m3fn)
+    for dtype in (torch.int32, torch.int64):
+        torch.randint(0, 64, (16,), dtype=dtype, device=device, generator=generator)
+    torch.empty(16, dtype=torch.uint8, pin_memory=True).copy_(torch.zeros(16, dtype=torch.uint8, device=device))
 
 
 def device_is_healthy(device: str) -> bool:

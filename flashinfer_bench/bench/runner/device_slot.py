@@ -1,36 +1,43 @@
 """The processes of one device: its judge, the active worker attached to it, and a warm spare worker that
 replaces the active one the moment it dies.
 
-Persistent mode keeps the active worker for every item; isolated mode retires it after each item. Either way
-the next worker has already started while the current item ran, so neither a crash nor isolation waits on a
-process start-up, and the judge (with its baselines) stays.
+A worker runs one solution's code only: the active worker is retired when an item of another solution comes
+(one solution cannot patch what a later one runs on). Persistent mode keeps it for every item of its
+solution; isolated mode retires it after each item. Either way the next worker has already started while the
+current item ran, so neither a crash nor isolation waits on a process start-up, and the judge (with its
+baselines) stays.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from flashinfer_bench.bench.runner.process import JudgeProcess, WorkerProcess, WorkerStartError
 from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
 from flashinfer_bench.bench.runner.sandbox import SandboxPolicy
+from flashinfer_bench.data import Solution
 
 READY_TIMEOUT_S = 600.0
 START_ATTEMPTS = 2
 
 
 class DeviceSlot:
-    def __init__(self, device: str, cache_dir: str | None, policy: SandboxPolicy, *, items_per_worker: int | None):
+    def __init__(self, device: str, cache_root: Path, policy: SandboxPolicy, *, items_per_worker: int | None):
         self.device = device
-        self.cache_dir = cache_dir
+        self.cache_root = cache_root
         self.policy = policy
         self.items_per_worker = items_per_worker
         self.judge: JudgeProcess | None = JudgeProcess(device)
         self.active: WorkerProcess | None = None
+        #: The solution whose code the active worker has run, and its WorkItem.solution_key.
+        self.active_solution: Solution | None = None
+        self.active_key: tuple[str, str] | None = None
         self.spare: WorkerProcess | None = self._new_worker()
 
     def _new_worker(self) -> WorkerProcess:
-        return WorkerProcess(self.device, self.cache_dir, self.policy)
+        return WorkerProcess(self.device, self.cache_root, self.policy)
 
     def _ready_judge(self) -> tuple[JudgeProcess, dict[str, Any]]:
         if self.judge is None or not self.judge.alive():
@@ -38,8 +45,8 @@ class DeviceSlot:
                 self.judge.kill()
             self.judge = JudgeProcess(self.device)
             if self.active is not None:  # its channel went with the old judge
-                self.active.kill()
-                self.active = None
+                self.active.kill(built=self.active_solution)
+                self.active = self.active_solution = self.active_key = None
         return self.judge, self.judge.wait_ready(READY_TIMEOUT_S)
 
     def _attached_worker(self, judge: JudgeProcess) -> WorkerProcess:
@@ -73,7 +80,10 @@ class DeviceSlot:
             on_baseline: Callable[[float | None], None]) -> tuple[WorkOutcome, dict[str, Any]]:
         """Evaluate one item on this device; returns the outcome and the environment it ran in."""
         judge, environment = self._ready_judge()
+        if self.active is not None and self.active_key != item.solution_key:
+            self._retire_active()
         worker = self._attached_worker(judge)
+        self.active_solution, self.active_key = item.solution, item.solution_key
         outcome = judge.evaluate(item, worker, log_path, timeout, on_baseline)
         if outcome.retire_judge:
             judge.kill()
@@ -81,16 +91,21 @@ class DeviceSlot:
         if outcome.retire or self.judge is None or (
             self.items_per_worker is not None and worker.items_done >= self.items_per_worker
         ):
-            if self.judge is not None:
-                self.judge.detach()
-            worker.kill()
-            self.active = None
+            self._retire_active()
         return outcome, environment
+
+    def _retire_active(self) -> None:
+        if self.judge is not None:
+            self.judge.detach()
+        if self.active is not None:
+            self.active.kill(built=self.active_solution)
+        self.active = self.active_solution = self.active_key = None
 
     def close(self) -> None:
         if self.judge is not None:
             self.judge.stop()
-        for worker in (self.active, self.spare):
-            if worker is not None:
-                worker.kill()
+        if self.active is not None:
+            self.active.kill(built=self.active_solution)
+        if self.spare is not None:
+            self.spare.kill()
         self.judge = self.active = self.spare = None

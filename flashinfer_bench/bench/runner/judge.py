@@ -9,6 +9,7 @@ breaks the protocol costs its item, never the judge's state, so isolated runs ke
 from __future__ import annotations
 
 import os
+import time
 import traceback
 from collections import OrderedDict
 from multiprocessing.connection import Connection
@@ -17,6 +18,7 @@ from typing import Any
 
 from flashinfer_bench.bench.evaluators.context import EvaluationContext
 from flashinfer_bench.bench.evaluators.harness import CallFailed
+from flashinfer_bench.bench.evaluators.timed import ClockFloor, calibrate
 from flashinfer_bench.bench.runner import protocol
 from flashinfer_bench.bench.runner.capture import capture_fds
 from flashinfer_bench.bench.runner.device_setup import (
@@ -27,15 +29,21 @@ from flashinfer_bench.bench.runner.device_setup import (
     prepare_device,
     profiled,
 )
-from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
+from flashinfer_bench.bench.runner.protocol import (
+    BASELINE_BYTES_KEPT,
+    MAX_WORKLOADS_PER_GROUP,
+    WorkItem,
+    WorkOutcome,
+)
 from flashinfer_bench.bench.runner.remote import RemoteSolution, SlotKeeper
 from flashinfer_bench.bench.runner.wire import Ready, WorkerChannel, WorkerGone
 from flashinfer_bench.data import EvaluationStatus
 
-BASELINES_KEPT = 4
-#: Baselines hold every trial's inputs and outputs: for the gigabyte-sized weights of some MoE definitions,
-#: four of them would crowd out the next workload's, so older ones also go once the total passes this.
-BASELINE_BYTES_KEPT = 1 << 30
+#: Baselines are kept for a whole group of workloads (bench/grouping.py), oldest out first; they hold every
+#: trial's inputs and outputs, so for the gigabyte-sized weights of some MoE definitions fewer are kept.
+BASELINES_KEPT = MAX_WORKLOADS_PER_GROUP
+#: A clock floor older than this is measured again, on the next worker that has not run a solution yet.
+FLOOR_KEPT_S = 300.0
 
 
 def tensor_bytes(value: Any) -> int:
@@ -60,6 +68,13 @@ class Judge:
         self.device = device
         self.worker: WorkerChannel | None = None
         self.slots: SlotKeeper | None = None
+        #: What the harness costs per call on this device (evaluators/timed.py), measured in a worker before it
+        #: loaded any solution, and when (time.monotonic()); measured again on a fresh worker once it is older
+        #: than FLOOR_KEPT_S.
+        self.floor: ClockFloor | None = None
+        self.floor_measured_at = 0.0
+        #: No solution has been loaded into the attached worker yet.
+        self.worker_is_fresh = False
         self.references: dict[str, Any] = {}
         self.baselines: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
 
@@ -90,7 +105,7 @@ class Judge:
             channel.close()
             self.conn.send((protocol.WORKER_FAILED, str(exc)))
             return
-        self.worker, self.slots = channel, SlotKeeper(channel)
+        self.worker, self.slots, self.worker_is_fresh = channel, SlotKeeper(channel), True
         self.conn.send((protocol.WORKER_READY, ready.isolation))
 
     def detach(self) -> None:
@@ -121,14 +136,12 @@ class Judge:
 
         ctx = EvaluationContext(item.definition, item.workload, item.config, self.device, item.trace_set_root,
                                 item.secret)
-        worker.send(op="load", definition=item.definition.model_dump_json(), solution=item.solution.model_dump_json(),
-                    workload=item.workload.model_dump_json(), trace_set_root=item.trace_set_root)
-        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            worker.send_fd(log_fd)
-        finally:
-            os.close(log_fd)
-        worker.receive("built")
+        stale = self.floor is None or time.monotonic() - self.floor_measured_at > FLOOR_KEPT_S
+        if stale and self.worker_is_fresh:  # no solution code has run in this worker yet
+            self.load(worker, item, log_path, calibration=True)
+            self.floor, self.floor_measured_at = calibrate(ctx, RemoteSolution(ctx, worker, slots)), time.monotonic()
+        self.worker_is_fresh = False
+        self.load(worker, item, log_path, calibration=False)
         self.conn.send((protocol.BUILT, None))
         try:
             evaluator = load_evaluator(item.evaluator)
@@ -140,7 +153,8 @@ class Judge:
         self.conn.send((protocol.BASELINE, reference_latency))
         if item.reference_latency_ms is not None:
             baseline.mean_latency_ms = item.reference_latency_ms
-        solution = RemoteSolution(ctx, worker, slots)
+        assert self.floor is not None  # the first worker attached was fresh, and calibrated above
+        solution = RemoteSolution(ctx, worker, slots, self.floor)
         try:
             result = evaluator.check_correctness(ctx, solution, baseline)
             if not result.passed:
@@ -156,6 +170,20 @@ class Judge:
         log = "\n".join([result.message, *timed.notes]).strip()
         return WorkOutcome(EvaluationStatus.PASSED, log=log, correctness=result.correctness,
                            performance=timed.performance)
+
+    @staticmethod
+    def load(worker: WorkerChannel, item: WorkItem, log_path: str, *, calibration: bool) -> None:
+        """Have the worker build the item's solution (or, for ``calibration``, take the zero-filling callee
+        through the same harness instead) with its output going to ``log_path``."""
+        worker.send(op="load", calibration=calibration, definition=item.definition.model_dump_json(),
+                    solution=item.solution.model_dump_json(), workload=item.workload.model_dump_json(),
+                    trace_set_root=item.trace_set_root)
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            worker.send_fd(log_fd)
+        finally:
+            os.close(log_fd)
+        worker.receive("built")
 
     def baseline(self, evaluator: Any, ctx: EvaluationContext, item: WorkItem) -> Any:
         key = (*item.workload_key, item.evaluator)

@@ -8,12 +8,15 @@ that a death is seen at once, and kills it at the deadline.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from multiprocessing.connection import Connection, wait
 from multiprocessing.reduction import send_handle
+from pathlib import Path
 from typing import Any
 
 from flashinfer_bench.bench.runner import protocol
@@ -22,8 +25,12 @@ from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
 from flashinfer_bench.bench.runner.sandbox import SandboxPolicy, terminate_sandboxed
 from flashinfer_bench.bench.runner.server import process_context
 from flashinfer_bench.bench.runner.wire import CHANNEL_CLOSED
-from flashinfer_bench.bench.runner.worker import worker_main
-from flashinfer_bench.data import EvaluationStatus, Language
+from flashinfer_bench.bench.runner.worker import worker_build_root, worker_main
+from flashinfer_bench.compile import promote_entry
+from flashinfer_bench.data import EvaluationStatus, Language, Solution
+
+#: Under the build cache's root: the workers' scratch directories.
+SCRATCH_DIR = ".scratch"
 
 #: Languages built by a compiler; their first build may take minutes, more than an evaluation's timeout.
 COMPILED_LANGUAGES = {Language.CPP, Language.CUDA, Language.TILELANG}
@@ -54,12 +61,20 @@ def describe_exit(exitcode: int | None, process: str = "worker process") -> str:
 
 
 class WorkerProcess:
-    def __init__(self, device: str, cache_dir: str | None, policy: SandboxPolicy):
+    """A worker and its scratch directory, the one place it may write (``<cache root>/.scratch/...``, on the
+    build cache's file system so that what it builds can be moved into the cache by renaming)."""
+
+    def __init__(self, device: str, cache_root: Path, policy: SandboxPolicy):
         context = process_context()
         self.device = device
+        self.cache_root = cache_root
+        scratch_parent = cache_root / SCRATCH_DIR
+        scratch_parent.mkdir(parents=True, exist_ok=True)
+        self.scratch = Path(tempfile.mkdtemp(prefix="worker-", dir=scratch_parent))
         self.judge_end, worker_end = context.Pipe()
-        self.process = context.Process(target=worker_main, args=(worker_end, device, cache_dir, policy), daemon=True,
-                                       name=f"fib-worker-{device}")
+        policy = replace(policy, writable=(str(self.scratch),))
+        self.process = context.Process(target=worker_main, args=(worker_end, device, cache_root, self.scratch, policy),
+                                       daemon=True, name=f"fib-worker-{device}")
         self.process.start()
         worker_end.close()
         self.items_done = 0
@@ -72,14 +87,21 @@ class WorkerProcess:
             raise RuntimeError("this worker was attached already")
         return conn
 
-    def kill(self) -> None:
-        """Stop the worker and everything it started (``Process.kill`` would leave a solution's processes)."""
+    def kill(self, built: Solution | None = None) -> None:
+        """Stop the worker and everything it started (``Process.kill`` would leave a solution's processes);
+        then move what it built for ``built``, the one solution it ran, into the build cache, and remove its
+        scratch directory (compile.cache.promote_entry says why the move is safe)."""
         if self.process.is_alive():
             terminate_sandboxed(self.process.pid)
         self.process.join(timeout=5)
         if self.judge_end is not None:
             self.judge_end.close()
             self.judge_end = None
+        if not self.process.is_alive():
+            if built is not None:
+                with contextlib.suppress(OSError):
+                    promote_entry(built, worker_build_root(self.scratch), self.cache_root)
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 class JudgeProcess:

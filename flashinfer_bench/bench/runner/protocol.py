@@ -10,6 +10,11 @@ from dataclasses import dataclass
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.data import Correctness, Definition, EvaluationStatus, Performance, Solution, Workload
 
+#: A judge keeps the baselines (every trial's inputs and reference outputs) of at most this many workloads, and
+#: of at most this many bytes; the parent groups work so that one group's baselines fit (bench/grouping.py).
+MAX_WORKLOADS_PER_GROUP = 8
+BASELINE_BYTES_KEPT = 1 << 30
+
 
 @dataclass(frozen=True)
 class WorkItem:
@@ -31,6 +36,11 @@ class WorkItem:
     @property
     def workload_key(self) -> tuple[str, str]:
         return self.definition.name, self.workload.uuid
+
+    @property
+    def solution_key(self) -> tuple[str, str]:
+        """Which solution's code the item runs: a worker never runs items of two keys."""
+        return self.solution.name, self.solution.content_hash()
 
 
 @dataclass(frozen=True)

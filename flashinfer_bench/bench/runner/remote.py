@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from flashinfer_bench.bench.evaluators.context import EvaluationContext
@@ -14,14 +15,24 @@ from flashinfer_bench.bench.evaluators.solution import (
     call_slot_bytes,
     read_call_result,
 )
+from flashinfer_bench.bench.evaluators.timed import ClockFloor
 from flashinfer_bench.bench.runner.wire import WorkerChannel, WorkerGone
 
 
 class RemoteSolution(SolutionHandle):
-    def __init__(self, ctx: EvaluationContext, channel: WorkerChannel, slots: SlotKeeper) -> None:
+    def __init__(self, ctx: EvaluationContext, channel: WorkerChannel, slots: SlotKeeper,
+                 floor: ClockFloor | None = None) -> None:
         super().__init__(ctx)
         self.channel = channel
         self.slots = slots
+        self.floor = floor
+
+    def clock_floor(self) -> ClockFloor:
+        """Measured by the judge in a worker before it loaded any solution (judge.py); None only for the handle
+        that takes the measurement."""
+        if self.floor is None:
+            raise RuntimeError("timing needs the clock floor of the worker's device, which was not measured")
+        return self.floor
 
     def call(self, seed: int, *, repeat: int = 1, rng_seed: int | None = None,
              return_inputs: Sequence[str] = ()) -> CallResult:
@@ -39,14 +50,16 @@ class RemoteSolution(SolutionHandle):
             if message.op == "timed":
                 return TimingClaim(list(message.samples_ms), message.method)
             if schedule.on_done(message.index):
+                asked_at = time.perf_counter()
                 self.channel.send(op="ship")
                 shipped = self.channel.receive("shipped")
+                ship_ms = (time.perf_counter() - asked_at) * 1e3
                 if shipped.index != message.index:
                     raise WorkerGone(f"the worker broke the protocol: shipped call {shipped.index}, not {message.index}")
                 # Host copies only: the checks run after the loop, so the judge puts no work on the device
                 # between the solution's calls.
                 outputs, _ = slot.read(0, layouts, "cpu")
-                schedule.on_shipped(message.index, tuple(outputs))
+                schedule.on_shipped(message.index, tuple(outputs), ship_ms)
             self.channel.send(op="next", seed=schedule.next_seed())
 
 

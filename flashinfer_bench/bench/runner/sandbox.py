@@ -13,13 +13,27 @@ creates a user, mount, pid and IPC namespace (``unshare``) and forks once:
 * The child is pid 1 of the new pid namespace and goes on as the worker. When it dies, the kernel kills
   every process of the namespace, however detached (double fork, ``setsid``, cleared PDEATHSIG).
 
+The mounts are made in this order: the mount namespace is made private; with ``confine_writes``, the whole
+filesystem read-only, the ``writable`` directories, the private /dev/shm; the ``read_only`` paths; the
+``hidden`` ones; last the fresh /proc (mounted before, it would be made read-only with the rest; the old
+/proc, though read-only now, still lets it be mounted, as only a mount made read-only in a more privileged
+namespace would not). Every mount that could not be made as asked is named in ``Isolation.missing``.
+
 Guaranteed once :func:`enter_sandbox` returns an :class:`Isolation` that is ``complete``:
 
 * no process outside the namespace can be seen (a fresh /proc) or signalled (the worker leads its own
   session, so not even ``kill(0, sig)`` reaches the process group it came from);
+* with ``confine_writes``, nothing but the ``writable`` directories can be written, created in, renamed or
+  unlinked (EROFS): every mount of the namespace ("/" and all below it) is remounted read-only in place,
+  then each ``writable`` directory is bound writable over itself (mounts below it stay read-only). Device
+  nodes stay usable (a read-only mount does not stop writes to /dev/null or /dev/nvidia*: they go to the
+  driver). /dev/shm becomes an empty tmpfs of the namespace's own (nosuid, nodev), so the worker's POSIX
+  shared memory and semaphores are invisible outside and vanish with it;
 * the ``read_only`` paths (recursively, with the mounts below them) cannot be written, created in, renamed
-  or unlinked (EROFS), also through the current directory when it lies below one of them;
-* the ``hidden`` directories show an empty read-only tmpfs: their files and unix sockets cannot be reached;
+  or unlinked (EROFS), also through the current directory when it lies below one of them (they also make a
+  path inside a ``writable`` directory read-only);
+* the ``hidden`` directories show an empty read-only tmpfs: their files and unix sockets cannot be reached
+  (a ``writable`` directory at or below a ``read_only`` or ``hidden`` path is refused by ``SandboxPolicy``);
 * the worker has no capabilities left (bounding, ambient, permitted, effective and inheritable sets are
   empty) and no_new_privs is set, so neither it nor what it runs can undo the mounts, and execve cannot
   gain privileges (setuid binaries, file capabilities);
@@ -32,10 +46,14 @@ Not guaranteed:
   :func:`terminate_sandboxed`, not ``Process.kill()``.
 * File descriptors opened before the call keep the access they had: a pipe to the parent stays open, and a
   directory fd opened below a read-only path still writes through the old, writable mount.
-* A read-only *file* protects its content; the directory that holds it stays writable unless listed.
-* Everything not listed stays writable and shared (/tmp, /dev/shm, the home directory, the build cache
-  unless listed); there is no network namespace (abstract unix sockets and the network are reachable);
-  there are no resource limits (memory, processes, CPU time).
+* Without ``confine_writes``, everything not listed stays writable and shared (/tmp, /dev/shm, the home
+  directory, the build cache unless listed); a read-only *file* protects its content, and the directory
+  that holds it stays writable unless listed. With it, the ``writable`` directories are shared with
+  whatever else can write them outside, and a mount point the process could not even look up while it was
+  set up (EACCES: a tracefs below the host's 0700 debugfs, for a user who is not root) is left as it is,
+  since the process never gains the access to reach it later.
+* There is no network namespace (abstract unix sockets and the network are reachable); there are no
+  resource limits (memory, processes, CPU time; a writable directory or the private /dev/shm can be filled).
 * pid 1 of a namespace ignores signals with a default disposition that come from inside the namespace:
   ``os.kill(os.getpid(), SIGTERM)`` or ``abort()`` in the worker does not kill it the usual way (abort ends
   in SIGSEGV); faults (SIGSEGV, SIGBUS, SIGFPE) and signals from outside behave as usual. Orphans inside the
@@ -113,11 +131,22 @@ WAITER_KEPT_FD = 3
 MAX_FD = 2**31 - 1
 POLL_INTERVAL_S = 0.01
 
+#: Names of the ``confine_writes`` steps in ``Isolation.applied`` / ``missing``.
+READ_ONLY_FILESYSTEM = "read-only filesystem"
+WRITABLE_SCRATCH = "writable: scratch only"
+PRIVATE_SHM = "private /dev/shm"
+SHM_DIR = "/dev/shm"
+
 UNSHARE_HINTS = {
     errno.EPERM: "unprivileged user namespaces disabled?",
     errno.ENOSPC: "user.max_user_namespaces is 0 or reached?",
     errno.EINVAL: "multi-threaded process?",
 }
+
+
+def _at_or_below(path: str, top: str) -> bool:
+    path, top = os.path.realpath(path), os.path.realpath(top)
+    return path == top or path.startswith(top.rstrip("/") + "/")
 
 
 class SandboxError(RuntimeError):
@@ -130,6 +159,23 @@ class SandboxPolicy:
     read_only: tuple[str, ...] = ()
     #: Existing directories whose contents it must not see or reach; an empty read-only tmpfs covers them.
     hidden: tuple[str, ...] = ()
+    #: Existing directories that stay writable under ``confine_writes`` (mounts below them stay read-only).
+    writable: tuple[str, ...] = ()
+    #: Make every mount read-only but the ``writable`` directories, and give the process a private /dev/shm.
+    confine_writes: bool = False
+
+    def __post_init__(self) -> None:
+        """A writable directory must be writable and reachable once the steps have run: reject the policy when
+        no directory could be (no ``confine_writes``), or when a later step would cover one (it lies at or
+        below a ``read_only`` or ``hidden`` path)."""
+        if self.writable and not self.confine_writes:
+            raise ValueError("SandboxPolicy.writable needs confine_writes=True (without, all is writable)")
+        for directory in self.writable:
+            for kind, paths in (("read-only", self.read_only), ("hidden", self.hidden)):
+                covering = [path for path in paths if _at_or_below(directory, path)]
+                if covering:
+                    raise ValueError(f"writable directory {directory} lies at or below {kind} {covering[0]}: "
+                                     "it would not stay writable")
 
 
 @dataclass(frozen=True)
@@ -302,12 +348,57 @@ def _mounts_at_or_below(path: str) -> dict[str, int]:
     return mounts
 
 
+def _remount_read_only(point: str, kept: int) -> None:
+    _mount(None, point, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept)
+
+
 def _bind_read_only(path: str) -> None:
     """Bind ``path`` (and every mount below it) onto itself, then remount each of those read-only."""
     path = os.path.realpath(path)
     _mount(path, path, None, MS_BIND | MS_REC)
     for point, kept in _mounts_at_or_below(path).items():
-        _mount(None, point, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept)
+        _remount_read_only(point, kept)
+
+
+def _make_everything_read_only(report: _Report) -> None:
+    """Remount every mount of the namespace read-only, in place (the copies unshare made, not the originals).
+
+    A mount point the process may not even look up (EACCES: a tracefs below the host's 0700 debugfs, for a
+    user who is not root) is left as it is: the process keeps no more access than it had here, so it cannot
+    reach that mount later either. Every other failure is reported: that mount stays writable."""
+    try:
+        mounts = _mounts_at_or_below("/")
+    except OSError as error:
+        report.missing.append(f"{READ_ONLY_FILESYSTEM}: {_reason(error)}")
+        return
+
+    def remount(point: str) -> None:
+        try:
+            _remount_read_only(point, mounts[point])
+        except OSError as error:
+            if error.errno != errno.EACCES:
+                raise
+
+    report.each(READ_ONLY_FILESYSTEM, mounts, remount)
+
+
+def _bind_writable(path: str) -> None:
+    """Bind ``path`` onto itself (a copy of the now read-only mount), then make that new mount writable."""
+    path = os.path.realpath(path)
+    _mount(path, path, None, MS_BIND | MS_REC)
+    _mount(None, path, None, MS_BIND | MS_REMOUNT | _mounts_at_or_below(path)[path])
+
+
+def _mount_private_shm() -> None:
+    """An empty tmpfs of the namespace's own on /dev/shm: POSIX shared memory and semaphores stay inside."""
+    _mount("tmpfs", SHM_DIR, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+
+
+def _confine_writes(policy: SandboxPolicy, report: _Report) -> None:
+    _make_everything_read_only(report)
+    report.each(WRITABLE_SCRATCH, policy.writable, _bind_writable)
+    if os.path.isdir(SHM_DIR):
+        report.step(PRIVATE_SHM, _mount_private_shm)
 
 
 def _hide(path: str) -> None:
@@ -344,7 +435,9 @@ def _drop_capabilities() -> None:
     for capability in range(_last_capability() + 1):
         try:
             _prctl(PR_CAPBSET_DROP, capability, "prctl(PR_CAPBSET_DROP)")
-        except PermissionError:
+        except OSError as error:  # _error's OSErrors are never PermissionError: compare the errno
+            if error.errno != errno.EPERM:
+                raise
             break
     header = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
     data = (_CapData * 2)()
@@ -478,11 +571,13 @@ def _confine(policy: SandboxPolicy, alive: int) -> Isolation:
         raise SandboxError(f"leaving the caller's process group failed: {_reason(error)}") from None
     report.applied.append("own session")
     report.step("mount namespace", _make_mounts_private)
-    report.step("private /proc", _mount_proc)
+    if policy.confine_writes:
+        _confine_writes(policy, report)
     if policy.read_only:
         report.each("read-only paths", policy.read_only, _bind_read_only)
     if policy.hidden:
         report.each("hidden paths", policy.hidden, _hide)
+    report.step("private /proc", _mount_proc)  # last: see the module docstring
     _reenter_cwd()
     report.step("no new privileges", _set_no_new_privs)
     try:
@@ -496,6 +591,8 @@ def _confine(policy: SandboxPolicy, alive: int) -> Isolation:
 def _fallback(policy: SandboxPolicy, parent: int, reason: str) -> Isolation:
     """No namespaces: what a plain process can do to itself."""
     names = ["user namespace", "pid namespace", "mount namespace", "ipc namespace", "private /proc"]
+    if policy.confine_writes:
+        names += [READ_ONLY_FILESYSTEM, WRITABLE_SCRATCH, PRIVATE_SHM]
     if policy.read_only:
         names.append("read-only paths")
     if policy.hidden:

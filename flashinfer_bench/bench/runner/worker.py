@@ -9,9 +9,12 @@ nothing it says is a verdict.
 from __future__ import annotations
 
 import os
+import tempfile
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
+from flashinfer_bench.bench.evaluators.calling import ZeroFilling
 from flashinfer_bench.bench.evaluators.harness import CallFailed, Harness, failure_of
 from flashinfer_bench.bench.evaluators.slot import Slot
 from flashinfer_bench.bench.runner.capture import capture_fds
@@ -55,10 +58,11 @@ class WireExchange:
 
 
 class Worker:
-    def __init__(self, channel: JudgeChannel, device: str, cache_dir: str | None) -> None:
+    def __init__(self, channel: JudgeChannel, device: str, cache_root: Path, scratch: Path) -> None:
         self.channel = channel
         self.device = device
-        self.cache_dir = cache_dir
+        self.cache_root = cache_root
+        self.scratch = scratch
         self.runnables: dict[str, Any] = {}
         self.harness: Harness | None = None
         self.slot: Slot | None = None
@@ -76,6 +80,8 @@ class Worker:
                 if self.slot is not None:
                     self.slot.close()
                 self.slot = Slot.open(self.channel.receive_fd(), int(request["size"]))
+                if self.device.startswith("cuda"):
+                    self.slot.pin()
                 continue
             if op == "load":
                 self._set_log(self.channel.receive_fd())
@@ -114,26 +120,55 @@ class Worker:
             raise RuntimeError(f"unknown request '{op}'")
 
     def load(self, request: dict[str, Any]) -> None:
-        from flashinfer_bench.compile import BuildError, build_solution
-        from flashinfer_bench.data import Definition, EvaluationStatus, Solution, Workload
+        from flashinfer_bench.data import Definition, Workload
 
         definition = Definition.model_validate_json(request["definition"])
-        solution = Solution.model_validate_json(request["solution"])
         workload = Workload.model_validate_json(request["workload"])
+        callee = ZeroFilling(len(definition.inputs)) if request["calibration"] else self.build(request["solution"])
+        self.harness = Harness(definition, workload, self.device, request["trace_set_root"], callee)
+
+    def build(self, solution_json: str) -> Any:
+        """The solution's runnable, built once per process (or taken from the build cache)."""
+        from flashinfer_bench.compile import BuildError, build_solution
+        from flashinfer_bench.data import EvaluationStatus, Solution
+
+        solution = Solution.model_validate_json(solution_json)
         key = solution.content_hash()
         runnable = self.runnables.get(key)
         if runnable is None:
             try:
-                runnable = build_solution(solution, device=self.device, cache_dir=self.cache_dir)
+                runnable = build_solution(solution, device=self.device, cache_dir=self.cache_root,
+                                          scratch_dir=worker_build_root(self.scratch))
             except BuildError as exc:
                 raise CallFailed(EvaluationStatus.COMPILE_ERROR, f"{exc}\n{getattr(exc, 'log', '')}".strip()) from None
             except Exception as exc:  # noqa: BLE001 - a builder failing on untrusted code is a compile error
                 raise CallFailed(EvaluationStatus.COMPILE_ERROR, failure_of(exc).message) from None
             self.runnables[key] = runnable
-        self.harness = Harness(definition, workload, self.device, request["trace_set_root"], runnable)
+        return runnable
 
 
-def worker_main(conn: Connection, device: str, cache_dir: str | None, policy: SandboxPolicy) -> None:
+def worker_build_root(scratch: Path) -> Path:
+    """Where a worker builds solutions (the build cache's layout, moved into the cache when it retires)."""
+    return scratch / "build"
+
+
+#: Variables that tell programs where to write (temporary files, caches): all into the scratch directory, the
+#: only place a worker may write. Each maps to its folder in the scratch directory.
+SCRATCH_ENVIRONMENT = {"TMPDIR": "tmp", "HOME": "home", "XDG_CACHE_HOME": "home/.cache",
+                       "CUDA_CACHE_PATH": "home/.nv/ComputeCache", "TORCHINDUCTOR_CACHE_DIR": "tmp/torchinductor",
+                       "NUMBA_CACHE_DIR": "home/.cache/numba"}
+
+
+def write_into(scratch: Path) -> None:
+    """Point every program of this process at the scratch directory for its temporary files and caches."""
+    for variable, folder in SCRATCH_ENVIRONMENT.items():
+        path = scratch / folder
+        path.mkdir(parents=True, exist_ok=True)
+        os.environ[variable] = str(path)
+    tempfile.tempdir = os.environ["TMPDIR"]  # Python keeps the directory it found first
+
+
+def worker_main(conn: Connection, device: str, cache_root: Path, scratch: Path, policy: SandboxPolicy) -> None:
     """Process entry point: into the sandbox first (this process becomes its waiter; a new one goes on)."""
     release_forkserver()
     channel = JudgeChannel(conn)
@@ -143,8 +178,9 @@ def worker_main(conn: Connection, device: str, cache_dir: str | None, policy: Sa
         channel.send(op="failed", status="RUNTIME_ERROR", message=f"the sandbox could not be set up: {exc}",
                      healthy=False)
         return
+    write_into(scratch)
     try:
         with profiled("worker"):
-            Worker(channel, device, cache_dir).serve(isolation.describe())
+            Worker(channel, device, cache_root, scratch).serve(isolation.describe())
     except (EOFError, KeyboardInterrupt, BrokenPipeError):
         pass

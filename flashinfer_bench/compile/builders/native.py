@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flashinfer_bench.compile.cache import exclusive_lock, materialize_sources, read_artifact, record_artifact
+from flashinfer_bench.compile.cache import (
+    exclusive_lock,
+    materialize_sources,
+    read_artifact,
+    record_artifact,
+    solution_key,
+)
 from flashinfer_bench.compile.context import BuildContext
 from flashinfer_bench.compile.errors import BuildError
 from flashinfer_bench.compile.runnable import Runnable
@@ -64,17 +70,20 @@ Load = Callable[[Path, str], Any]
 def build_native(
     solution: Solution, context: BuildContext, build_subdir: str, compile_sources: Compile, load: Load
 ) -> NativeBuild:
-    directory, _ = materialize_sources(solution, context.cache_root)
+    """Load the library built earlier for the same content, else build it in the entry this process writes."""
+    name = f"fib_{solution.spec.language.value}_{solution_key(solution)}"
+    directory, _ = context.sources(solution)
+    artifact = read_artifact(directory / build_subdir, name)
+    if artifact is not None:
+        return NativeBuild(load(artifact, name), cached=True, log="", directory=directory)
+    if not context.writes(directory):  # a verified entry of a read-only cache root, without a build
+        directory, _ = materialize_sources(solution, context.write_root)
     cpp, cuda = split_sources(directory, [source.path for source in solution.sources])
     if not cpp and not cuda:
         raise BuildError(
             f"no C/C++ (.cpp .cc .cxx .c) or CUDA (.cu) files among sources {[s.path for s in solution.sources]}"
         )
-    name = f"fib_{solution.spec.language.value}_{directory.name}"
     sources = NativeSources(directory, directory / build_subdir, name, cpp, cuda)
-    artifact = read_artifact(sources.build_dir, name)
-    if artifact is not None:
-        return NativeBuild(load(artifact, name), cached=True, log="", directory=directory)
     with exclusive_lock(sources.build_dir / "build.flock"):
         artifact = read_artifact(sources.build_dir, name)
         if artifact is not None:

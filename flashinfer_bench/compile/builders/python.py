@@ -1,8 +1,13 @@
-"""Python (and TileLang) solutions: import the entry file from the cache folder."""
+"""Python (and TileLang) solutions: import the entry file from the solution's folder."""
 
 from __future__ import annotations
 
-from flashinfer_bench.compile.cache import materialize_sources, solution_key
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from flashinfer_bench.compile.cache import solution_key
 from flashinfer_bench.compile.context import BuildContext
 from flashinfer_bench.compile.errors import BuildError
 from flashinfer_bench.compile.loader import import_solution_entry
@@ -11,9 +16,15 @@ from flashinfer_bench.data import Solution
 
 
 def build_python(solution: Solution, context: BuildContext) -> Runnable:
-    directory, existed = materialize_sources(solution, context.cache_root)
+    directory, existed = context.sources(solution)
+    return load_python_entry(solution, context, directory, existed)
+
+
+def load_python_entry(solution: Solution, context: BuildContext, directory: Path, existed: bool) -> Runnable:
+    """Import the entry function of the solution whose sources are in ``directory``."""
     package = f"fib_{solution.spec.language.value}_{solution_key(solution)}"
-    module, imported_before = import_solution_entry(package, directory, solution.entry_file)
+    with _no_bytecode_unless(context.writes(directory)):
+        module, imported_before = import_solution_entry(package, directory, solution.entry_file)
     fn = getattr(module, solution.entry_function, None)
     if not callable(fn):
         raise BuildError(
@@ -26,3 +37,15 @@ def build_python(solution: Solution, context: BuildContext) -> Runnable:
         cached=existed or imported_before,
         source_dir=directory,
     )
+
+
+@contextmanager
+def _no_bytecode_unless(writable: bool) -> Iterator[None]:
+    """Importing from a folder this process must not write (an entry of a read-only cache root) would write
+    ``__pycache__`` into it wherever the file system allows: turn bytecode writing off for that import."""
+    before = sys.dont_write_bytecode
+    sys.dont_write_bytecode = before or not writable
+    try:
+        yield
+    finally:
+        sys.dont_write_bytecode = before

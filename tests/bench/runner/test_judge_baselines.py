@@ -18,12 +18,13 @@ def test_tensor_bytes_counts_every_tensor():
 
 
 def test_old_baselines_go_by_count_and_by_bytes(monkeypatch):
-    monkeypatch.setattr(judge, "BASELINE_BYTES_KEPT", 10 << 20)
+    monkeypatch.setattr(judge, "BASELINE_BYTES_KEPT", (judge.BASELINES_KEPT + 2) << 20)
     w = Judge(conn=None, device="cpu")
-    for key in "abcde":
-        w.baselines[(key,)] = baseline(1)
+    keys = [(str(k),) for k in range(judge.BASELINES_KEPT + 1)]
+    for key in keys:
+        w.baselines[key] = baseline(1)
         w.evict_baselines(keep_newest=True)
-    assert list(w.baselines) == [("b",), ("c",), ("d",), ("e",)]  # BASELINES_KEPT = 4
+    assert list(w.baselines) == keys[1:]
     w.baselines[("big",)] = baseline(16)
     w.evict_baselines(keep_newest=True)
     assert list(w.baselines) == [("big",)]  # the newest stays whatever its size

@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -105,18 +106,30 @@ def test_definition_without_solutions_runs_nothing(tmp_path):
     assert Benchmark(trace_set, CONFIG).run_all(save_results=True).traces == {}
 
 
-def test_workloads_are_spread_over_devices(tmp_path):
-    """Two device slots (the CPU twice stands in for two GPUs): every item is run once, each workload on one slot."""
+def test_workloads_are_spread_over_devices_and_solutions_over_workers(tmp_path):
+    """Two device slots (the CPU twice stands in for two GPUs): every item is run once, each group on one slot,
+    each solution of a group in a worker of its own."""
     trace_set = TraceSet.from_path(scale_add_set(tmp_path, {"a": PRINT_PID, "b": PRINT_PID}, sizes=(8, 16, 32, 64)))
     runner = persistent_runner(["cpu", "cpu"], timeout_seconds=30)
-    result = Benchmark(trace_set, CONFIG, runner_factory=lambda c: runner).run_all(save_results=False)
-    traces = result.traces["scale_add"]
-    assert sorted((t.workload.uuid, t.solution) for t in traces) == sorted(
-        (f"w{n}", s) for n in (8, 16, 32, 64) for s in "ab")
-    assert all(t.evaluation.status.value == "PASSED" for t in traces)
-    pid_of = {(t.workload.uuid, t.solution): int(t.evaluation.log.split("pid ")[1].split()[0]) for t in traces}
-    assert all(pid_of[(w, "a")] == pid_of[(w, "b")] for w in ("w8", "w16", "w32", "w64"))  # a group stays together
-    assert len(set(pid_of.values())) == 2  # both slots worked
+    groups = Benchmark(trace_set, CONFIG).work_groups(devices=runner.parallelism)
+    slot_of, verdicts = {}, []
+
+    def record(verdict):
+        verdicts.append(verdict)
+        slot_of[(verdict.item.workload.uuid, verdict.item.solution.name)] = threading.get_ident()
+
+    with runner:
+        runner.run(groups, record)
+    assert sorted(slot_of) == sorted((f"w{n}", s) for n in (8, 16, 32, 64) for s in "ab")
+    assert all(v.outcome.status.value == "PASSED" for v in verdicts)
+    for group in groups:  # a group stays on one slot
+        assert len({slot_of[(i.workload.uuid, i.solution.name)] for i in group}) == 1
+    assert len(set(slot_of.values())) == 2  # both slots worked
+    pid_of = {(v.item.workload.uuid, v.item.solution.name): int(v.captured_output.split("pid ")[1].split()[0])
+              for v in verdicts}
+    for group in groups:  # one worker per solution per group
+        workers = {(i.solution.name, pid_of[(i.workload.uuid, i.solution.name)]) for i in group}
+        assert len(workers) == len({i.solution.name for i in group}) == 2
 
 
 def test_a_worker_that_dies_before_it_is_ready_is_replaced(tmp_path):
@@ -201,17 +214,9 @@ def test_a_hanging_worker_and_its_children_die_with_a_killed_cli(tmp_path):
         cli.kill()
 
 
-def test_the_sandbox_keeps_code_and_trace_set_read_only_but_not_where_workers_write(tmp_path, monkeypatch):
-    import tempfile
-    from pathlib import Path
+def test_workers_may_write_their_scratch_only_and_cannot_see_the_logs(tmp_path):
+    from flashinfer_bench.bench.runner.process_pool import worker_policy
 
-    import flashinfer_bench
-    from flashinfer_bench.bench.runner.runner import worker_policy
-
-    home = Path.home().resolve()
-    monkeypatch.setattr(sys, "path", [str(home), tempfile.gettempdir(), *sys.path])  # e.g. `python -m` from ~
-    policy = worker_policy([str(tmp_path)], hidden=[str(tmp_path / "logs")], cache_dir=str(tmp_path / "cache"))
-    assert str(tmp_path.resolve()) in policy.read_only
-    assert str(Path(flashinfer_bench.__file__).parent.resolve()) in policy.read_only
-    assert str(home) not in policy.read_only and str(Path(tempfile.gettempdir()).resolve()) not in policy.read_only
+    policy = worker_policy(hidden=[str(tmp_path / "logs")])
+    assert policy.confine_writes and policy.writable == ()  # each worker gets its own scratch directory
     assert str((tmp_path / "logs").resolve()) in policy.hidden

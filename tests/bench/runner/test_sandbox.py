@@ -38,6 +38,7 @@ PR_SET_NAME = 15
 MS_REMOUNT = 0x20
 MS_BIND = 0x1000
 MNT_DETACH = 2
+NEW_USER_AND_MOUNT_NAMESPACES = sandbox.CLONE_NEWUSER | sandbox.CLONE_NEWNS
 REPORT_TIMEOUT_S = 10.0
 GONE_TIMEOUT_S = 5.0
 #: Exit status of a forked child whose attack raised (the traceback is reported).
@@ -350,6 +351,144 @@ def test_hidden_directory_shows_nothing_and_its_socket_cannot_be_reached(tmp_pat
     assert sorted(p.name for p in hidden.iterdir()) == ["listener", "secret"]
 
 
+def shm_listing() -> list[str]:
+    return sorted(os.listdir("/dev/shm"))
+
+
+def remount_read_write(path: Path | str) -> None:
+    libc_call(LIBC.mount(None, str(path).encode(), None, MS_REMOUNT | MS_BIND, None))
+
+
+def test_confined_writes_reach_only_the_writable_directory(tmp_path):
+    scratch, other, code = tmp_path / "scratch", tmp_path / "other", tmp_path / "code"
+    for directory in (scratch, other, code / "sub", tmp_path / "hidden"):
+        directory.mkdir(parents=True)
+    (tmp_path / "hidden" / "secret").write_text("forkserver")
+    existing = other / "existing"
+    existing.write_text("original")
+    outside_shm = Path("/dev/shm") / f"fbx-outside-{uuid.uuid4().hex}"
+    inside_shm = f"fbx-inside-{uuid.uuid4().hex}"
+    outside_shm.write_text("host")
+
+    def writable_steps() -> dict[str, str]:
+        steps = {
+            "create": lambda: (scratch / "a").write_text("a"),
+            "append": lambda: open(scratch / "a", "a").write("b"),
+            "mkdir": lambda: os.mkdir(scratch / "d"),
+            "create below": lambda: (scratch / "d" / "f").write_text("f"),
+            "rename": lambda: os.rename(scratch / "a", scratch / "d" / "b"),
+            "unlink": lambda: os.unlink(scratch / "d" / "f"),
+            "keep": lambda: (scratch / "kept").write_text("kept"),
+        }
+        return {name: outcome(action) for name, action in steps.items()}
+
+    def attack(isolation: Isolation, report: Reporter) -> None:
+        elsewhere = {
+            "another tmp dir": lambda: open(other / "new", "x"),
+            "an existing file": lambda: open(existing, "a"),
+            "rename out of scratch": lambda: os.rename(scratch / "kept", other / "kept"),
+            "home": lambda: open(Path.home() / f"fbx-{uuid.uuid4().hex}", "x"),
+            "/tmp": lambda: open(f"/tmp/fbx-{uuid.uuid4().hex}", "x"),
+            "cwd (read-only path)": lambda: open("relative", "x"),
+            "mkdir in /": lambda: os.mkdir(f"/fbx-{uuid.uuid4().hex}"),
+            "remount / read-write": lambda: remount_read_write("/"),
+            "remount scratch": lambda: remount_read_write(scratch),
+            "/dev/null": lambda: open(os.devnull, "w").write("discarded"),
+            "shm": lambda: (Path("/dev/shm") / inside_shm).write_text("inside"),
+            "new user namespace": lambda: libc_call(LIBC.unshare(NEW_USER_AND_MOUNT_NAMESPACES)),
+            "remount / there": lambda: remount_read_write("/"),
+            "write there": lambda: open(other / "new", "x"),
+        }
+        shm_before = shm_listing()
+        results = {**writable_steps(), **{name: outcome(action) for name, action in elsewhere.items()}}
+        report({"applied": isolation.applied, "missing": isolation.missing, "results": results,
+                "shm before": shm_before, "shm after": shm_listing(),
+                "hidden": os.listdir(tmp_path / "hidden")})
+        time.sleep(60)  # the test looks at /dev/shm while the namespace lives, then ends it
+
+    policy = SandboxPolicy(read_only=(str(code),), hidden=(str(tmp_path / "hidden"),),
+                           writable=(str(scratch),), confine_writes=True)
+    try:
+        waiter, fd = start(policy, attack, before=lambda: os.chdir(code / "sub"))
+        try:
+            (report,) = read_reports(fd, count=1)
+            assert not (Path("/dev/shm") / inside_shm).exists()  # its /dev/shm is its own
+        finally:
+            terminate_sandboxed(waiter)
+            reap(waiter)
+            os.close(fd)
+    finally:
+        outside_shm.unlink()
+    assert report["missing"] == []
+    assert {"read-only filesystem", "writable: scratch only", "private /dev/shm", "read-only paths",
+            "hidden paths"} <= set(report["applied"])
+    results = report["results"]
+    succeeded = {name for name, result in results.items() if result == "ok"}
+    assert succeeded == {"create", "append", "mkdir", "create below", "rename", "unlink", "keep", "/dev/null",
+                         "shm", "new user namespace"}
+    refused = {name for name, result in results.items() if result == "EROFS"}
+    assert refused == {"another tmp dir", "an existing file", "home", "/tmp", "cwd (read-only path)",
+                       "mkdir in /", "write there"}
+    assert results["rename out of scratch"] in ("EXDEV", "EROFS")
+    remounts = ("remount / read-write", "remount scratch", "remount / there")
+    assert {results[name] for name in remounts} == {"EPERM"}
+    assert report["shm before"] == [] and report["shm after"] == [inside_shm]
+    assert report["hidden"] == []
+    assert sorted(p.name for p in scratch.rglob("*")) == ["b", "d", "kept"]
+    assert (scratch / "d" / "b").read_text() == "ab"
+    assert sorted(p.name for p in other.iterdir()) == ["existing"] and existing.read_text() == "original"
+    assert list((code / "sub").iterdir()) == []
+    assert not (Path("/dev/shm") / inside_shm).exists()  # gone with the namespace
+
+
+def test_the_current_directory_in_the_writable_directory_stays_writable(tmp_path):
+    (tmp_path / "scratch" / "cwd").mkdir(parents=True)
+
+    def attack(isolation: Isolation, report: Reporter) -> None:
+        report({"complete": isolation.complete, "create": outcome(lambda: open("relative", "x").close()),
+                "parent": outcome(lambda: open("../../outside", "x"))})
+
+    reports, exitcode = run(SandboxPolicy(writable=(str(tmp_path / "scratch"),), confine_writes=True), attack,
+                            before=lambda: os.chdir(tmp_path / "scratch" / "cwd"))
+    assert exitcode == 0
+    assert reports == [{"complete": True, "create": "ok", "parent": "EROFS"}]
+    assert (tmp_path / "scratch" / "cwd" / "relative").exists()
+
+
+def test_a_policy_whose_writable_directory_would_not_stay_writable_is_rejected(tmp_path):
+    scratch = tmp_path / "scratch"
+    with pytest.raises(ValueError, match="needs confine_writes=True"):
+        SandboxPolicy(writable=(str(scratch),))
+    with pytest.raises(ValueError, match=f"writable directory {scratch} lies at or below hidden {tmp_path}"):
+        SandboxPolicy(writable=(str(scratch),), hidden=(str(tmp_path),), confine_writes=True)
+    with pytest.raises(ValueError, match="lies at or below read-only"):
+        SandboxPolicy(writable=(str(scratch),), read_only=(str(scratch),), confine_writes=True)
+    below = SandboxPolicy(writable=(str(tmp_path),), read_only=(str(scratch),), confine_writes=True)
+    assert below.read_only == (str(scratch),)  # a read-only path inside a writable one is fine
+
+
+def test_a_mount_that_cannot_be_made_read_only_is_reported(monkeypatch):
+    mounts = {"/": 0, "/proc": sandbox.MS_NOSUID, "/sys/kernel/debug/tracing": 0, "/locked": sandbox.MS_NODEV}
+    calls = []
+
+    def fake_mount(source, target, fstype, flags, data=None):
+        calls.append((target, flags))
+        failure = {"/locked": errno.EPERM, "/sys/kernel/debug/tracing": errno.EACCES}.get(target)
+        if failure:
+            raise sandbox._error(f"mount({target})", failure)
+
+    monkeypatch.setattr(sandbox, "_mounts_at_or_below", lambda path: dict(mounts))
+    monkeypatch.setattr(sandbox, "_mount", fake_mount)
+    report = sandbox._Report()
+    sandbox._make_everything_read_only(report)
+    read_only = sandbox.MS_BIND | sandbox.MS_REMOUNT | sandbox.MS_RDONLY
+    assert calls == [(point, read_only | kept) for point, kept in mounts.items()]
+    assert report.applied == []
+    # The tracefs the process cannot even look up is no way out; the locked one is.
+    assert report.missing == [
+        "read-only filesystem: /locked: mount(/locked) failed: EPERM (Operation not permitted)"]
+
+
 # --- processes -------------------------------------------------------------------------------------------
 
 
@@ -529,6 +668,10 @@ def test_probe_reports_complete_isolation_on_this_machine(tmp_path):
     (tmp_path / "hidden").mkdir()
     with_paths = probe_isolation(SandboxPolicy(read_only=(str(tmp_path / "ro"),), hidden=(str(tmp_path / "hidden"),)))
     assert with_paths.complete and {"read-only paths", "hidden paths"} <= set(with_paths.applied)
+    confined = probe_isolation(SandboxPolicy(writable=(str(tmp_path / "ro"),), confine_writes=True))
+    assert confined.complete, confined.describe()
+    assert set(confined.applied) == {*FULL_ISOLATION, "read-only filesystem", "writable: scratch only",
+                                     "private /dev/shm"}
     broken = probe_isolation(SandboxPolicy(read_only=(str(tmp_path / "absent"),)))
     assert not broken.complete
     assert broken.missing == (f"read-only paths: {tmp_path / 'absent'}: mount({tmp_path / 'absent'}) failed: "
@@ -558,7 +701,7 @@ def test_fallback_says_what_is_missing_and_still_kills_detached_descendants(mark
     def before() -> None:
         sandbox._unshare = refuse_namespaces  # only in this forked child
 
-    policy = SandboxPolicy(read_only=(str(tmp_path),), hidden=(str(tmp_path),))
+    policy = SandboxPolicy(read_only=(str(tmp_path),), hidden=(str(tmp_path),), confine_writes=True)
     worker, fd, reports = start_hostile_worker(marker, policy, before, ignore_sigterm)
     try:
         isolation = Isolation(tuple(reports[0]["applied"]), tuple(reports[0]["missing"]))
@@ -568,7 +711,8 @@ def test_fallback_says_what_is_missing_and_still_kills_detached_descendants(mark
         reason = "unshare failed: EPERM (unprivileged user namespaces disabled?)"
         assert set(isolation.missing) == {f"{name}: {reason}" for name in (
             "user namespace", "pid namespace", "mount namespace", "ipc namespace", "private /proc",
-            "read-only paths", "hidden paths")}
+            "read-only filesystem", "writable: scratch only", "private /dev/shm", "read-only paths",
+            "hidden paths")}
         assert reports[0]["pid"] == worker  # no new pid namespace
         tree = processes_named(marker)
         assert set(tree.values()) == {"w", "g", "d"}

@@ -1,0 +1,141 @@
+"""What CUPTI tracing costs the harness's timing loop, and what it does to the measured span.
+
+The harness times each call after an untimed setup (drawing the next call's inputs, synchronising, talking to
+the judge). Everything the process does while activity tracing is on becomes records that must be processed.
+This times a small kernel (a 256^3 bf16 matmul, a few us) with a harness-like setup before each sample
+(two fresh randn tensors and a synchronize), in variants:
+
+- ``no setup``: the span alone;
+- ``setup, all api``: the setup before each sample, every API call recorded;
+- ``setup``: the same with only the calls that can put work on the GPU recorded (what the timer does);
+- ``driver api only``: only driver API records, never runtime ones (runtime launches are then lost).
+
+and prints per variant: median span (us), records per sample, record-processing time per sample (us), wall
+time per sample (us). It also prints what one activity_enable/activity_disable pair costs (why the timer does
+not switch tracing off around the setup), and how long a worker takes from its start until its judge has it
+ready.
+
+    python benchmarks/cupti_costs.py [--samples 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from flashinfer_bench.timing import cupti_timer
+from flashinfer_bench.timing.lead_in import lead_in_step
+
+
+def instrumented_session(cupti, api_kinds: set[int], every_api_call: bool) -> tuple[cupti_timer._Session, dict]:
+    """A fresh CUPTI session tracing ``api_kinds``, whose record processing is timed and counted."""
+    cupti_timer._session = None
+    session = cupti_timer.session(cupti)
+    session.api_kinds = api_kinds
+    if every_api_call:
+        session.api_choices = []
+    stats = {"seconds": 0.0, "api": 0, "gpu": 0}
+    original = session._buffer_completed
+
+    def completed(activities):
+        start = time.perf_counter()
+        before_api, before_gpu = len(session.api), len(session.gpu)
+        original(activities)
+        stats["seconds"] += time.perf_counter() - start
+        stats["api"] += len(session.api) - before_api
+        stats["gpu"] += len(session.gpu) - before_gpu
+
+    session._buffer_completed = completed
+    cupti.activity_register_callbacks(session._buffer_requested, completed)
+    return session, stats
+
+
+def run_variant(cupti, name: str, samples: int, dev: torch.device) -> None:
+    kind = cupti.ActivityKind
+    runtime, driver = int(kind.RUNTIME), int(kind.DRIVER)
+    api_kinds = {driver} if name == "driver api only" else {runtime, driver}
+    session, stats = instrumented_session(cupti, api_kinds, every_api_call=name == "setup, all api")
+    a = torch.randn(256, 256, dtype=torch.bfloat16, device=dev)
+    b = torch.randn(256, 256, dtype=torch.bfloat16, device=dev)
+    generator = torch.Generator(device=dev)
+
+    def setup(i: int) -> None:
+        generator.manual_seed(i)
+        a.set_(torch.randn(256, 256, dtype=torch.bfloat16, device=dev, generator=generator))
+        b.set_(torch.randn(256, 256, dtype=torch.bfloat16, device=dev, generator=generator))
+        torch.cuda.synchronize(dev)
+
+    def body(_: int) -> None:
+        torch.matmul(a, b)
+
+    lead_in = lead_in_step(dev, flush=False)
+    for i in range(10):
+        setup(i)
+        lead_in(i)
+        body(i)
+    torch.cuda.synchronize(dev)
+    start = time.perf_counter()
+    if name == "no setup":
+        spans = session.trace(lead_in, body, range(samples), dev)
+    else:
+        spans = session.trace(lead_in, body, range(samples), dev, setup)
+    wall = time.perf_counter() - start
+    found = [s.duration_ms * 1e3 for s in spans if s is not None]
+    print(f"{name:<16} {statistics.median(found):>9.2f} {len(found):>5} {stats['api'] / samples:>8.1f} "
+          f"{stats['gpu'] / samples:>8.1f} {stats['seconds'] / samples * 1e6:>10.1f} {wall / samples * 1e6:>9.1f}")
+
+
+def toggle_cost_us(cupti, repeats: int = 200) -> float:
+    kind = int(cupti.ActivityKind.DRIVER)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        cupti.activity_enable(kind)
+        cupti.activity_disable(kind)
+    return (time.perf_counter() - start) / repeats * 1e6
+
+
+def worker_ready_s(device: str) -> float:
+    """From starting a worker to the judge having it ready (a judge already running)."""
+    import tempfile
+    from pathlib import Path
+
+    from flashinfer_bench.bench.runner.process import JudgeProcess, WorkerProcess
+    from flashinfer_bench.bench.runner.process_pool import worker_policy
+
+    judge = JudgeProcess(device)
+    judge.wait_ready(600)
+    cache = Path(tempfile.mkdtemp(prefix="fib-costs-"))
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        worker = WorkerProcess(device, cache, worker_policy(()))
+        judge.attach(worker, 600)
+        times.append(time.perf_counter() - start)
+        judge.detach()
+        worker.kill()
+    judge.stop()
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=200)
+    args = parser.parse_args()
+    from flashinfer_bench.bench.runner.server import start_worker_server
+
+    start_worker_server()
+    cupti = cupti_timer.load_cupti()
+    dev = torch.device("cuda", 0)
+    torch.zeros(1, device=dev)
+    print(f"activity_enable + activity_disable of one kind: {toggle_cost_us(cupti):.1f} us")
+    print(f"{'variant':<16} {'span us':>9} {'n':>5} {'api/smp':>8} {'gpu/smp':>8} {'process us':>10} {'wall us':>9}")
+    for name in ("no setup", "setup, all api", "setup", "driver api only"):
+        run_variant(cupti, name, args.samples, dev)
+    print(f"worker start to ready (judge running): {worker_ready_s('cuda:0'):.2f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,233 @@
+"""The judge's side of a timing loop: a fresh seed per call, calls picked for checking after they ran, and the
+judge's own clock, which decides whether the latency the solution's process claims is believed.
+
+The timer has to run in the solution's process (CUPTI sees only its own process), so the samples it reports
+are the solution's word. What the judge knows for itself, per call: the wall time from handing out the call's
+seed to hearing the call is done, and, for a picked call, the time from asking for its outputs to having them.
+Every call's work must happen inside those two windows: its inputs do not exist before its seed is handed out,
+and a picked call's outputs are checked against the reference on the same inputs. So
+
+    work of call i  <=  wall_i - draw - floor.per_call_ms + max(0, ship_i - copy - floor.ship_ms)
+
+where ``draw`` is the judge's own time to draw the same inputs on the same device, ``copy`` its own time to
+copy that many output bytes out of the device, and ``floor`` what the harness costs per call with a callee
+that does nothing, measured in a worker before any solution code was in it (``calibrate``). The median of
+this over the picked timed calls (which the solution cannot tell in advance) is the judge's estimate of the
+work per call. A claimed latency far below it (under ``PLAUSIBLE_FRACTION`` of it, less a margin for the clock's noise)
+is not believed, nor one longer than a whole call takes on the judge's clock; the estimate is recorded
+instead. Work done when the outputs are asked for (a solution that skips the timed call and
+computes only what it must ship) lands in ``ship_i`` and so in the estimate.
+"""
+
+from __future__ import annotations
+
+import functools
+import secrets
+import time
+from dataclasses import dataclass
+from statistics import median
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from flashinfer_bench.bench.evaluators.calling import ZeroFilling, clone_inputs, invoke
+from flashinfer_bench.bench.evaluators.context import EvaluationContext
+from flashinfer_bench.bench.evaluators.harness import CallFailed, TimingClaim
+from flashinfer_bench.bench.evaluators.slot import output_layouts, total_bytes
+from flashinfer_bench.data import EvaluationStatus
+
+if TYPE_CHECKING:
+    from flashinfer_bench.bench.evaluators.evaluator import Baseline, CorrectnessResult, Evaluator
+    from flashinfer_bench.bench.evaluators.solution import SolutionHandle
+
+#: Each timed call's outputs are checked with this probability, decided after the call (``extra``:
+#: ``timed_check_probability``); the last call of a session is always checked.
+DEFAULT_TIMED_CHECK_PROBABILITY = 0.125
+#: A claimed latency under this fraction of the judge's estimate of the work, less the margin, is not believed.
+PLAUSIBLE_FRACTION = 0.5
+#: The margin: this much, plus shares of the harness's floor and of the judge's own draw and copy times (the
+#: parts of a call's wall time that are subtracted as estimates and so carry their noise into the estimate).
+MARGIN_MS = 0.05
+FLOOR_SHARE_OF_MARGIN = 0.5
+ESTIMATE_SHARE_OF_MARGIN = 0.25
+#: A claim above the median wall time of a call (seed handed out to done) by more than this is impossible.
+IMPOSSIBLE_FACTOR, IMPOSSIBLE_SLACK_MS = 1.05, 0.05
+#: The calibration session: a no-op callee through the same harness, some of its calls picked for shipping; at
+#: most this many warm-up and timed calls, and no more than the evaluation's own (every call draws fresh inputs,
+#: which for gigabyte-sized inputs costs more than the rest of the call).
+CALIBRATION_WARMUP, CALIBRATION_CALLS, CALIBRATION_PICK_PROBABILITY = 5, 30, 0.25
+
+
+@dataclass(frozen=True)
+class ClockFloor:
+    """What the harness costs per call when the call does nothing (see ``calibrate``), in ms."""
+
+    per_call_ms: float
+    """Seed handed out to call reported done, less the judge's time to draw the inputs."""
+    ship_ms: float
+    """Outputs asked for to outputs shipped, less the judge's time to copy that many bytes."""
+
+
+
+def synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(device)
+
+
+@functools.cache
+def copy_out_ms(nbytes: int, device: str) -> float:
+    """This process's time to copy ``nbytes`` from ``device`` into page-locked host memory, as a worker ships
+    outputs (on the CPU: a memory copy), best of three; measured once per size and device."""
+    if nbytes == 0:
+        return 0.0
+    source = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    target = torch.empty(nbytes, dtype=torch.uint8, pin_memory=device.startswith("cuda"))
+    best = float("inf")
+    for _ in range(3):
+        synchronize(device)
+        start = time.perf_counter()
+        target.copy_(source)
+        synchronize(device)
+        best = min(best, (time.perf_counter() - start) * 1e3)
+    return best
+
+
+class TimedCheck:
+    """Checks the outputs of the timed calls the schedule picks: the reference is run on the same inputs."""
+
+    def __init__(self, evaluator: type[Evaluator], ctx: EvaluationContext, baseline: Baseline) -> None:
+        self.evaluator, self.ctx, self.baseline = evaluator, ctx, baseline
+        self.probability = float(ctx.config.extra.get("timed_check_probability", DEFAULT_TIMED_CHECK_PROBABILITY))
+
+    def check(self, inputs: list[Any], outputs: tuple[torch.Tensor, ...]) -> CorrectnessResult | None:
+        assert self.baseline.reference is not None
+        ctx = self.ctx
+        reference = invoke(self.baseline.reference, ctx.definition, ctx.workload, clone_inputs(inputs), ctx.device)
+        return self.evaluator.check_timed_outputs(ctx.definition, outputs, reference, ctx.config)
+
+    def finish(self) -> CorrectnessResult | None:
+        """A verdict over all the checked calls together, for checks that need many (sampling)."""
+        return None
+
+
+@dataclass
+class PickedCall:
+    index: int
+    seed: int
+    outputs: tuple[torch.Tensor, ...]
+    ship_ms: float
+
+
+class TimedSchedule:
+    """One timing loop as the judge runs it: hands out a fresh seed per call, picks calls to check after they
+    ran (with ``probability``, and always the last), keeps their outputs (host copies: the judge puts no work on
+    the device between the solution's calls) and clocks every call. The picked calls are judged after the loop
+    (``judge_picked``)."""
+
+    def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...], warmup: int, iterations: int,
+                 probability: float) -> None:
+        self.ctx, self.purpose, self.probability = ctx, purpose, probability
+        self.warmup, self.calls = warmup, warmup + iterations
+        self.random = secrets.SystemRandom()
+        self.seeds: list[int] = []
+        self.issued_at: list[float] = []
+        self.wall_ms: list[float] = []
+        self.draw_ms: list[float] = []
+        self.picked: list[PickedCall] = []
+
+    def _issue(self) -> int:
+        seed = self.ctx.seed_for(*self.purpose, len(self.seeds))
+        self.seeds.append(seed)
+        self.issued_at.append(time.perf_counter())
+        return seed
+
+    def first_seed(self) -> int:
+        return self._issue()
+
+    def next_seed(self) -> int:
+        return self._issue()
+
+    def on_done(self, index: int) -> bool:
+        if index != len(self.wall_ms) or index >= len(self.seeds):
+            raise CallFailed(EvaluationStatus.RUNTIME_ERROR, f"the timing loop reported call {index} out of order")
+        self.wall_ms.append((time.perf_counter() - self.issued_at[index]) * 1e3)
+        return self.random.random() < self.probability or index + 1 >= self.calls
+
+    def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...], ship_ms: float) -> None:
+        self.picked.append(PickedCall(index, self.seeds[index], outputs, ship_ms))
+
+    def picked_inputs(self) -> list[tuple[PickedCall, list[Any]]]:
+        """Each picked call with its inputs, drawn again here; the time of each draw is kept (``draw_ms``)."""
+        device = self.ctx.device
+        drawn = []
+        for call in self.picked:
+            synchronize(device)
+            start = time.perf_counter()
+            inputs = self.ctx.inputs(call.seed)
+            synchronize(device)
+            self.draw_ms.append((time.perf_counter() - start) * 1e3)
+            drawn.append((call, inputs))
+        return drawn
+
+    def judge_picked(self, check: TimedCheck) -> CorrectnessResult | None:
+        """The first failing verdict among the picked calls (then ``check.finish``'s), or None."""
+        for call, inputs in self.picked_inputs():
+            result = check.check(inputs, tuple(t.to(self.ctx.device) for t in call.outputs))
+            if result is not None and not result.passed:
+                return result
+        return check.finish()
+
+    @property
+    def copy_ms(self) -> float:
+        return copy_out_ms(total_bytes(output_layouts(self.ctx.definition, self.ctx.workload)), self.ctx.device)
+
+    def floor(self) -> ClockFloor:
+        """What this loop says the harness costs per call, when the callee did nothing (calibration)."""
+        draw = median(self.draw_ms) if self.draw_ms else 0.0
+        per_call = median(self.wall_ms[self.warmup:] or self.wall_ms) - draw
+        ship = median(call.ship_ms for call in self.picked) - self.copy_ms if self.picked else 0.0
+        return ClockFloor(max(per_call, 0.0), max(ship, 0.0))
+
+    def latency_ms(self, claim: TimingClaim, floor: ClockFloor) -> tuple[float, list[str]]:
+        """The latency to record, and a note when the claim is not believed (see the module docstring)."""
+        samples = claim.samples_ms
+        done = len(self.wall_ms)
+        if not samples or len(samples) > done - self.warmup or not all(0.0 < s < float("inf") for s in samples):
+            raise CallFailed(EvaluationStatus.RUNTIME_ERROR,
+                             f"the solution's process reported {len(samples)} timing samples for {done} calls, "
+                             "or samples that are not positive and finite")
+        claimed = median(samples)
+        wall = median(self.wall_ms[self.warmup:] or self.wall_ms)
+        draw = median(self.draw_ms) if self.draw_ms else 0.0
+        copy = self.copy_ms
+        # Warm-up calls are checked but not clocked here: a first call's one-off costs (loading a kernel) are not
+        # the work of a call.
+        work = [self.wall_ms[call.index] - draw - floor.per_call_ms + max(0.0, call.ship_ms - copy - floor.ship_ms)
+                for call in self.picked if call.index >= self.warmup]
+        estimate = max(median(work) if work else wall - draw - floor.per_call_ms, 0.0)
+        if claimed > wall * IMPOSSIBLE_FACTOR + IMPOSSIBLE_SLACK_MS:
+            return estimate, [f"timing: the solution's process claimed {claimed:.4f} ms per call, more than a "
+                              f"whole call takes on the judge's clock ({wall:.4f} ms); recorded the judge's "
+                              f"estimate of the work, {estimate:.4f} ms ({claim.method} claim not believed)"]
+        margin = (MARGIN_MS + FLOOR_SHARE_OF_MARGIN * (floor.per_call_ms + floor.ship_ms)
+                  + ESTIMATE_SHARE_OF_MARGIN * (draw + copy))
+        if claimed < PLAUSIBLE_FRACTION * estimate - margin:
+            return estimate, [f"timing: the solution's process claimed {claimed:.4f} ms per call, the judge's "
+                              f"clock puts the work at {estimate:.4f} ms; recorded the judge's ({claim.method} "
+                              "claim not believed)"]
+        return claimed, []
+
+
+def calibrate(ctx: EvaluationContext, noop: SolutionHandle) -> ClockFloor:
+    """The harness's cost per call, from a timing loop of ``noop`` (a handle on the zero-filling callee, in a
+    process no solution code has run in, so none can make the floor look higher than it is)."""
+    warmup = min(CALIBRATION_WARMUP, ctx.config.warmup_runs)
+    calls = min(CALIBRATION_CALLS, ctx.config.iterations)
+    schedule = TimedSchedule(ctx, ("calibration",), warmup, calls, CALIBRATION_PICK_PROBABILITY)
+    noop.time(calls, warmup, schedule)
+    schedule.picked_inputs()  # the judge's own draw times, to subtract
+    return schedule.floor()
+
+
+def zero_filling_callee(ctx: EvaluationContext) -> ZeroFilling:
+    return ZeroFilling(len(ctx.definition.inputs))

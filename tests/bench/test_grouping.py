@@ -1,0 +1,61 @@
+"""Grouping work for the devices: blocks of workloads whose baselines a judge can hold, solution after solution."""
+
+from flashinfer_bench.bench.config import BenchmarkConfig
+from flashinfer_bench.bench.grouping import baseline_bytes, group_items, workload_blocks
+from flashinfer_bench.bench.runner.protocol import MAX_WORKLOADS_PER_GROUP, WorkItem
+from flashinfer_bench.data import Definition, Solution, Workload
+
+SCALE = Definition.model_validate({
+    "name": "scale", "op_type": "elementwise", "axes": {"n": {"type": "var"}},
+    "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "y": {"shape": ["n"], "dtype": "bfloat16"}},
+    "outputs": {"out": {"shape": ["n"], "dtype": "float32"}},
+    "reference": "def run(x, y):\n    return x\n",
+})
+
+
+def workload(n: int) -> Workload:
+    return Workload(uuid=f"n{n}", axes={"n": n}, inputs={})
+
+
+def solution(name: str) -> Solution:
+    return Solution.model_validate({
+        "name": name, "definition": "scale", "author": "t",
+        "spec": {"language": "python", "target_hardware": ["cpu"], "entry_point": "main.py::run"},
+        "sources": [{"path": "main.py", "content": f"def run(x, y):\n    return x  # {name}\n"}],
+    })
+
+
+def test_baseline_bytes_count_every_trials_inputs_and_outputs():
+    assert baseline_bytes(SCALE, workload(10), num_trials=3) == 3 * (10 * 4 + 10 * 2 + 10 * 4)
+
+
+def test_blocks_hold_at_most_the_limit_and_fit_the_budget():
+    workloads = [workload(n) for n in (10, 10, 10, 1000, 10)]
+    per = baseline_bytes(SCALE, workload(10), 1)
+    blocks = workload_blocks(SCALE, workloads, 1, budget=3 * per, limit=2)
+    assert [[w.uuid for w in b] for b in blocks] == [["n10", "n10"], ["n10"], ["n1000"], ["n10"]]
+    # a workload over the budget on its own is a block of its own, never dropped
+    assert [[w.uuid for w in b] for b in workload_blocks(SCALE, workloads, 1, budget=per, limit=8)] == [
+        ["n10"], ["n10"], ["n10"], ["n1000"], ["n10"]]
+
+
+def test_groups_are_solution_major_within_a_block_of_one_definition():
+    config = BenchmarkConfig().resolve(SCALE)
+    workloads = [workload(n) for n in range(1, MAX_WORKLOADS_PER_GROUP + 3)]
+    items = [WorkItem(SCALE, solution(s), w, config, None) for w in workloads for s in ("a", "b")]
+    groups = group_items(items)
+    assert [len(g) for g in groups] == [2 * MAX_WORKLOADS_PER_GROUP, 4]
+    first = [(i.solution.name, i.workload.axes["n"]) for i in groups[0]]
+    assert first == [("a", n) for n in range(1, MAX_WORKLOADS_PER_GROUP + 1)] + [
+        ("b", n) for n in range(1, MAX_WORKLOADS_PER_GROUP + 1)]
+    assert sorted(id(i) for g in groups for i in g) == sorted(id(i) for i in items)  # nothing lost or repeated
+
+
+def test_fewer_groups_than_devices_are_halved_until_each_device_has_one():
+    config = BenchmarkConfig().resolve(SCALE)
+    items = [WorkItem(SCALE, solution(s), workload(n), config, None) for n in range(1, 6) for s in ("a", "b")]
+    groups = group_items(items, devices=3)
+    assert [sorted({i.workload.axes["n"] for i in g}) for g in groups] == [[1, 2], [3], [4, 5]]
+    assert all([i.solution.name for i in g] == sorted(i.solution.name for i in g) for g in groups)
+    # one workload cannot be split: fewer groups than devices then
+    assert len(group_items(items[:2], devices=4)) == 1
