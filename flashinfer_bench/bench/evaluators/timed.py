@@ -2,21 +2,25 @@
 judge's own clock, which decides whether the latency the solution's process claims is believed.
 
 The timer has to run in the solution's process (CUPTI sees only its own process), so the samples it reports
-are the solution's word. What the judge knows for itself, per call: the wall time from handing out the call's
-seed to hearing the call is done, and, for a picked call, the time from asking for its outputs to having them.
-Every call's work must happen inside those two windows: its inputs do not exist before its seed is handed out,
-and a picked call's outputs are checked against the reference on the same inputs. So
+are the solution's word: a GPU time. What the judge knows for itself, per call: the wall time from handing out
+the call's seed to hearing the call is done, and, for a picked call, the time from asking for its outputs to
+having them. A call's work must happen inside those windows: its inputs do not exist before its seed is handed
+out, and a picked call's outputs are checked against the reference on the same inputs. Less what the harness
+itself costs there (``floor``: measured by the judge on a callee that does nothing, in a worker no solution
+code was in yet, ``calibrate``), the judge's own time to draw the same inputs, and its own time to copy that
+many output bytes, what is left is the solution's: host work and GPU work, which the judge cannot tell apart.
+So it disbelieves a claim only where no honest solution could have made it:
 
-    work of call i  <=  wall_i - draw - floor.per_call_ms + max(0, ship_i - copy - floor.ship_ms)
+- more GPU time than a whole call takes on the judge's clock (impossible);
+- work when the outputs are asked for: an honest worker only copies them then. A shipping time beyond the
+  floor and ``SHIP_COPY_ALLOWANCE`` times the judge's own copy time (a median over the picked timed calls,
+  which the solution cannot tell in advance), by more than ``HOST_ALLOWANCE_MS`` and more than the claimed
+  time, is a solution that skipped the timed call and computed only what it had to ship;
+- a claimed median under ``PLAUSIBLE_FRACTION`` of the work left in a call's wall time, less
+  ``HOST_ALLOWANCE_MS`` (the host work an honest call may do around its kernels) and a margin for the clock's
+  noise.
 
-where ``draw`` is the judge's own time to draw the same inputs on the same device, ``copy`` its own time to
-copy that many output bytes out of the device, and ``floor`` what the harness costs per call with a callee
-that does nothing, measured in a worker before any solution code was in it (``calibrate``). The median of
-this over the picked timed calls (which the solution cannot tell in advance) is the judge's estimate of the
-work per call. A claimed latency far below it (under ``PLAUSIBLE_FRACTION`` of it, less a margin for the clock's noise)
-is not believed, nor one longer than a whole call takes on the judge's clock; the estimate is recorded
-instead. Work done when the outputs are asked for (a solution that skips the timed call and
-computes only what it must ship) lands in ``ship_i`` and so in the estimate.
+The judge's estimate of the work (wall and shipping) is recorded instead, with a note in the trace's log.
 """
 
 from __future__ import annotations
@@ -43,13 +47,19 @@ if TYPE_CHECKING:
 #: Each timed call's outputs are checked with this probability, decided after the call (``extra``:
 #: ``timed_check_probability``); the last call of a session is always checked.
 DEFAULT_TIMED_CHECK_PROBABILITY = 0.125
-#: A claimed latency under this fraction of the judge's estimate of the work, less the margin, is not believed.
+#: A claimed latency under this fraction of the work left in a call's wall time, less the host allowance and the
+#: margin, is not believed.
 PLAUSIBLE_FRACTION = 0.5
+HOST_ALLOWANCE_MS = 0.5
 #: The margin: this much, plus shares of the harness's floor and of the judge's own draw and copy times (the
 #: parts of a call's wall time that are subtracted as estimates and so carry their noise into the estimate).
 MARGIN_MS = 0.05
 FLOOR_SHARE_OF_MARGIN = 0.5
 ESTIMATE_SHARE_OF_MARGIN = 0.25
+#: An honest shipping takes at most the floor plus this many times the judge's own copy of the bytes (a
+#: worker's copy may go through pageable memory); more than that, by more than the host allowance and the
+#: claimed time, is work done while shipping.
+SHIP_COPY_ALLOWANCE = 4.0
 #: A claim above the median wall time of a call (seed handed out to done) by more than this is impossible.
 IMPOSSIBLE_FACTOR, IMPOSSIBLE_SLACK_MS = 1.05, 0.05
 #: The calibration session: a no-op callee through the same harness, some of its calls picked for shipping; at
@@ -200,22 +210,26 @@ class TimedSchedule:
         wall = median(self.wall_ms[self.warmup:] or self.wall_ms)
         draw = median(self.draw_ms) if self.draw_ms else 0.0
         copy = self.copy_ms
-        # Warm-up calls are checked but not clocked here: a first call's one-off costs (loading a kernel) are not
-        # the work of a call.
-        work = [self.wall_ms[call.index] - draw - floor.per_call_ms + max(0.0, call.ship_ms - copy - floor.ship_ms)
-                for call in self.picked if call.index >= self.warmup]
-        estimate = max(median(work) if work else wall - draw - floor.per_call_ms, 0.0)
-        if claimed > wall * IMPOSSIBLE_FACTOR + IMPOSSIBLE_SLACK_MS:
-            return estimate, [f"timing: the solution's process claimed {claimed:.4f} ms per call, more than a "
-                              f"whole call takes on the judge's clock ({wall:.4f} ms); recorded the judge's "
-                              f"estimate of the work, {estimate:.4f} ms ({claim.method} claim not believed)"]
+        in_wall = max(wall - draw - floor.per_call_ms, 0.0)
+        # Warm-up calls are checked but not clocked here: a first call's one-off costs are not a call's work.
+        shipping = [max(call.ship_ms - floor.ship_ms - SHIP_COPY_ALLOWANCE * copy, 0.0)
+                    for call in self.picked if call.index >= self.warmup]
+        while_shipping = median(shipping) if shipping else 0.0
+        estimate = in_wall + while_shipping
+        clocked = (f"the judge's clock puts the work at {estimate:.4f} ms ({in_wall:.4f} ms per call, "
+                   f"{while_shipping:.4f} ms more while shipping its outputs)")
         margin = (MARGIN_MS + FLOOR_SHARE_OF_MARGIN * (floor.per_call_ms + floor.ship_ms)
                   + ESTIMATE_SHARE_OF_MARGIN * (draw + copy))
-        if claimed < PLAUSIBLE_FRACTION * estimate - margin:
-            return estimate, [f"timing: the solution's process claimed {claimed:.4f} ms per call, the judge's "
-                              f"clock puts the work at {estimate:.4f} ms; recorded the judge's ({claim.method} "
-                              "claim not believed)"]
-        return claimed, []
+        if claimed > wall * IMPOSSIBLE_FACTOR + IMPOSSIBLE_SLACK_MS:
+            why = f"more than a whole call takes on the judge's clock ({wall:.4f} ms)"
+        elif while_shipping > max(HOST_ALLOWANCE_MS, claimed):
+            why = "work done when its outputs were asked for"
+        elif claimed < PLAUSIBLE_FRACTION * in_wall - HOST_ALLOWANCE_MS - margin:
+            why = "far less than the work in a call"
+        else:
+            return claimed, []
+        return estimate, [f"timing: the solution's process claimed {claimed:.4f} ms per call, {why}; {clocked}; "
+                          f"recorded the judge's ({claim.method} claim not believed)"]
 
 
 def calibrate(ctx: EvaluationContext, noop: SolutionHandle) -> ClockFloor:

@@ -22,8 +22,23 @@ import flashinfer_bench.bench.runner.worker  # noqa: E402, F401
 import flashinfer_bench.compile  # noqa: E402, F401
 import flashinfer_bench.timing  # noqa: E402, F401
 
+
+def hash_triton_once() -> None:
+    """Triton hashes its own sources and library (about 0.3 s) the first time a process compiles or loads a
+    kernel; done once here, every worker inherits it, instead of every worker of a Triton solution paying it."""
+    import importlib
+
+    for module in ("triton.runtime.cache", "triton.compiler.compiler"):  # where it lives depends on the version
+        triton_key = getattr(importlib.import_module(module), "triton_key", None)
+        if triton_key is not None:
+            triton_key()
+            return
+
+
 if torch.cuda.is_available():
     try:
         import triton.language  # noqa: F401
     except ImportError:
         pass
+    else:
+        hash_triton_once()
