@@ -23,6 +23,10 @@ class Runnable:
     build_log: str = ""
     source_dir: Path | None = None
     """The cache folder holding the solution's sources (and any build artifacts)."""
+    setup: Callable[..., Any] | None = None
+    """The entry file's top-level ``setup`` (Python and Triton solutions): given the inputs that describe the
+    problem's layout, by name, it returns keyword arguments for ``fn``, and runs before every call, untimed
+    (docs/solutions.md)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)

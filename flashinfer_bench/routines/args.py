@@ -1,8 +1,8 @@
 """Command-line flags of the routine benchmark: the general flags and one flag group per routine family.
 
-A case is parsed in two steps, as the seed's ``[INFO] args = Namespace(...)`` line shows: first the general flags
+A case is parsed in two steps, as FlashInfer's benchmark's ``[INFO] args = Namespace(...)`` line shows: first the general flags
 (routine, timing, refcheck, output, ...), then the flags of the routine's family, so the namespace lists general
-flags first and family flags after them, in the order of the seed's tables.
+flags first and family flags after them, in the order of FlashInfer's benchmark's flag tables.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Sequence
 
 from .errors import UsageError
-from .registry import ROUTINES
+from .specs import ROUTINES
 
 ATTN_DTYPES = ("bfloat16", "float16")
 OUT_DTYPES = ("bfloat16", "float16")
@@ -46,7 +46,8 @@ def general_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--generate_repro_command", action="store_true", help="Print and store a reproducer command."
     )
-    p.add_argument("--backends", nargs="+", default=None, help="Backends to test (default: all of the routine's).")
+    p.add_argument("--backends", nargs="+", default=None, help="Backends to test (default as FlashInfer's benchmark: fa2 for attention, cudnn for GEMMs, "
+                        "a MoE routine's own backend); torch is this tool's reference backend.")
     return p
 
 
@@ -122,7 +123,7 @@ FAMILY_PARSERS = {"attention": _attention_parser, "gemm": _gemm_parser, "moe": _
 
 
 def parse_case(argv: Sequence[str]) -> argparse.Namespace:
-    """Parse one case's flags into a namespace ordered as the seed prints it; raise UsageError if bad."""
+    """Parse one case's flags into a namespace ordered as FlashInfer's benchmark prints it; raise UsageError if bad."""
     general, rest = general_parser().parse_known_args(list(argv))
     ordered = argparse.Namespace()
     for key, value in vars(general).items():

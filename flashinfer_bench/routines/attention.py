@@ -28,19 +28,27 @@ MLA = "BatchMLAPagedAttentionWrapper"
 WORKSPACE_BYTES = 128 * 1024 * 1024
 
 
-def sequence_lengths(args: argparse.Namespace, gen: torch.Generator) -> tuple[list[int], list[int]]:
-    """(qo_lens, kv_lens). Random lengths are uniform in [1, max]; prefill with s_qo == s_kv uses qo = kv."""
-    batch = args.batch_size
-    if args.random_actual_seq_len:
-        kv = torch.randint(1, args.s_kv + 1, (batch,), generator=gen).tolist()
-    else:
-        kv = [args.s_kv] * batch
-    if args.s_qo == args.s_kv:
-        return list(kv), kv
-    if args.random_actual_seq_len:
-        qo = torch.randint(1, args.s_qo + 1, (batch,), generator=gen).tolist()
-        return [min(q, k) for q, k in zip(qo, kv, strict=True)], kv
-    return [min(args.s_qo, k) for k in kv], kv
+def _lengths(max_len: int, batch: int, random: bool, device: torch.device | None) -> torch.Tensor:
+    """``batch`` lengths: uniform in [1, max_len] from torch's default generator of ``device`` (the CPU's when
+    None), drawn in the shape FlashInfer's benchmark draws them, or all ``max_len``."""
+    if random:
+        return torch.randint(1, max_len + 1, (batch, 1, 1, 1), dtype=torch.int32, device=device)
+    return torch.full((batch, 1, 1, 1), max_len, dtype=torch.int32, device=device)
+
+
+def sequence_lengths(args: argparse.Namespace, device: torch.device) -> tuple[list[int], list[int]]:
+    """(qo_lens, kv_lens), drawn as FlashInfer's benchmark draws them right after ``torch.manual_seed(random_seed)``
+    (which the caller has done), so the same ``--random_seed`` gives the same lengths: decode and MLA draw the kv
+    lengths on the device (at least s_qo); prefill draws the q lengths on the CPU, then the kv lengths (the q
+    lengths again when s_qo == s_kv), each at least its request's q length. Random lengths are uniform in
+    [1, max]. A CPU run draws on the CPU's generator where a GPU run draws on the GPU's: their lengths differ."""
+    batch, random = args.batch_size, args.random_actual_seq_len
+    if args.routine in (DECODE, MLA):
+        kv = _lengths(args.s_kv, batch, random, device).clamp_min(args.s_qo)
+        return [args.s_qo] * batch, kv.flatten().tolist()
+    qo = _lengths(args.s_qo, batch, random, None)
+    kv = qo.clone() if args.s_qo == args.s_kv else torch.maximum(_lengths(args.s_kv, batch, random, None), qo)
+    return qo.flatten().tolist(), kv.flatten().tolist()
 
 
 def causal_mask(q_len: int, kv_len: int, device: torch.device) -> torch.Tensor:
@@ -95,8 +103,8 @@ def _indptr(lengths: list[int], device: torch.device) -> torch.Tensor:
 
 
 def make_inputs(args: argparse.Namespace, device: torch.device) -> AttentionInputs:
+    qo_lens, kv_lens = sequence_lengths(args, device)
     gen = torch.Generator().manual_seed(args.random_seed)
-    qo_lens, kv_lens = sequence_lengths(args, gen)
     dtype = TORCH_DTYPES[args.q_dtype]
     kv_dtype = TORCH_DTYPES[args.kv_dtype]
 

@@ -1,7 +1,9 @@
-"""Which backends can run where: the seed's support matrix, the compute-capability filter, FlashInfer's presence.
+"""Which backends run where, as in FlashInfer's benchmark: its default backends, its per-routine compute-capability
+tables, and FlashInfer's presence.
 
-Every backend but ``torch`` calls the ``flashinfer`` package and needs a CUDA device whose compute capability
-(CC) the kernel family supports. Skipped backends are reported with a ``[WARNING]`` naming what and why.
+Every backend but ``torch`` (this tool's own, the refcheck reference) calls the ``flashinfer`` package and needs
+a CUDA device whose compute capability (CC) the routine's table allows. Skipped backends are reported with a
+``[WARNING]`` naming what and why, and the others run.
 """
 
 from __future__ import annotations
@@ -11,10 +13,57 @@ import importlib
 from dataclasses import dataclass
 from types import ModuleType
 
-from .registry import ROUTINES
+from .specs import ROUTINES
 
 TORCH = "torch"
 CC = tuple[int, int]
+
+#: The backend names FlashInfer's benchmark accepts per routine family; a name outside these (and ``torch``) is
+#: a usage error, a name inside them that this tool does not implement for a routine is skipped with a warning.
+KNOWN_BACKENDS: dict[str, frozenset[str]] = {
+    "attention": frozenset({"fa2", "fa2_tc", "fa3", "auto", "cudnn", "cudnn-native", "cutlass", "trtllm-gen",
+                            "trtllm-native", "trtllm-fmha-v2", "trtllm-gen-native", "cute-dsl", "prims-ts",
+                            "prims_ts"}),
+    "gemm": frozenset({"cudnn", "cublas", "trtllm", "cutlass", "tgv", "cublaslt", "cute-dsl", "b12x", "auto",
+                       "tinygemm", "cutile", "trtllm_low_latency"}),
+    "moe": frozenset({"trtllm", "cutlass", "cute-dsl", "b12x"}),
+}
+#: What FlashInfer's benchmark runs when --backends is not given (a MoE routine runs its one backend).
+DEFAULT_BACKENDS: dict[str, tuple[str, ...]] = {"attention": ("fa2",), "gemm": ("cudnn",)}
+
+# Compute capabilities on which FlashInfer's benchmark lets a routine's backends run (its per-routine tables;
+# trtllm-gen-native is its deprecated name of trtllm-native). bmm_fp8 and mm_fp4 are not in them: FlashInfer
+# asks the kernels themselves, and RULES below stand in for that.
+_AMPERE_ON = ("8.0", "8.6", "8.9")
+_LATER = ("10.0", "10.3", "10.7", "12.0", "12.1")
+_CC_TABLES: dict[str, dict[str, frozenset[str]]] = {
+    "BatchDecodeWithPagedKVCacheWrapper": {
+        "fa2": frozenset({"7.5", *_AMPERE_ON, "9.0", *_LATER}), "fa2_tc": frozenset({*_AMPERE_ON, "9.0", *_LATER}),
+        "cudnn": frozenset({*_AMPERE_ON, "9.0", *_LATER}), "trtllm-gen": frozenset({"10.0", "10.3", "10.7"}),
+        "trtllm-native": frozenset({"9.0", *_LATER}),
+    },
+    "BatchPrefillWithPagedKVCacheWrapper": {
+        "fa2": frozenset({*_AMPERE_ON, "9.0", *_LATER}), "fa3": frozenset({"9.0"}),
+        "cudnn": frozenset({*_AMPERE_ON, "9.0", *_LATER}), "trtllm-gen": frozenset({"10.0", "10.3", "10.7"}),
+        "trtllm-native": frozenset({"10.0", "10.3", "10.7"}),
+    },
+    "BatchPrefillWithRaggedKVCacheWrapper": {
+        "fa2": frozenset({*_AMPERE_ON, "9.0", "10.0", "10.3", "12.0", "12.1"}), "fa3": frozenset({"9.0"}),
+        "cudnn": frozenset({*_AMPERE_ON, "9.0", "10.0", "10.3", "12.0", "12.1"}),
+        "cutlass": frozenset({"10.0", "10.3"}),
+    },
+    "BatchMLAPagedAttentionWrapper": {
+        "fa2": frozenset({*_AMPERE_ON, "9.0", *_LATER}), "fa3": frozenset({"9.0"}),
+        "trtllm-native": frozenset({"10.0", "10.3", "10.7"}),
+    },
+    "gemm_fp8_nt_groupwise": {"cutlass": frozenset({"10.0", "10.3", "10.7"})},
+    "group_gemm_fp8_nt_groupwise": {"cutlass": frozenset({"10.0", "10.3", "10.7"})},
+    "trtllm_fp4_block_scale_moe": {"trtllm": frozenset({"10.0", "10.3", "10.7"})},
+    "trtllm_fp8_block_scale_moe": {"trtllm": frozenset({"10.0", "10.3", "10.7"})},
+    "trtllm_fp8_per_tensor_scale_moe": {"trtllm": frozenset({"10.0", "10.3", "10.7"})},
+    "cutlass_fused_moe": {"cutlass": frozenset(_LATER)},
+}
+_ALIASES = {"trtllm-gen-native": "trtllm-native"}
 
 
 @dataclass(frozen=True)
@@ -30,36 +79,31 @@ class CCRule:
         return self.minimum is None or cc >= self.minimum
 
 
-_SM80_UP = CCRule(minimum=(8, 0))
-_SM89_UP = CCRule(minimum=(8, 9))
-_SM90_UP = CCRule(minimum=(9, 0))
-_HOPPER = CCRule(exact=frozenset({(9, 0)}))
-_BLACKWELL = CCRule(exact=frozenset({(10, 0), (10, 3)}))
 _BLACKWELL_ANY = CCRule(exact=frozenset({(10, 0), (10, 3), (12, 0), (12, 1)}))
-
-# Default rule per backend; per-routine exceptions below. Seed: cudnn, cutlass and trtllm attention backends are
-# CC 10.0 only, fa3 CC 9.0 only. GEMM/MoE rules follow FlashInfer's own checks for those APIs.
-_BACKEND_RULES: dict[str, CCRule] = {
-    "fa2": _SM80_UP,
-    "fa2_tc": _SM80_UP,
-    "fa3": _HOPPER,
-    "cudnn": _BLACKWELL,
-    "cutlass": _BLACKWELL,
-    "trtllm": _BLACKWELL,
-    "trtllm-gen": _BLACKWELL,
-    "trtllm-gen-native": _BLACKWELL,
-    "cublas": _SM89_UP,
-}
-_ROUTINE_RULES: dict[tuple[str, str], CCRule] = {
-    ("bmm_fp8", "cudnn"): _SM89_UP,
+#: Where FlashInfer's benchmark asks the kernels (bmm_fp8, mm_fp4): what those kernels accept.
+RULES: dict[tuple[str, str], CCRule] = {
+    ("bmm_fp8", "cudnn"): CCRule(minimum=(8, 9)),
+    ("bmm_fp8", "cublas"): CCRule(minimum=(8, 9)),
+    ("bmm_fp8", "cutlass"): CCRule(exact=frozenset({(10, 0), (10, 3)})),
     ("mm_fp4", "cudnn"): _BLACKWELL_ANY,
     ("mm_fp4", "cutlass"): _BLACKWELL_ANY,
-    ("cutlass_fused_moe", "cutlass"): _SM90_UP,
+    ("mm_fp4", "trtllm"): CCRule(exact=frozenset({(10, 0), (10, 3)})),
 }
 
 
-def cc_rule(routine: str, backend: str) -> CCRule:
-    return _ROUTINE_RULES.get((routine, backend), _BACKEND_RULES[backend])
+def default_backends(routine: str) -> list[str]:
+    """What runs without --backends: FlashInfer's benchmark's default for the routine's family."""
+    spec = ROUTINES[routine]
+    if spec.family == "moe":
+        return [b for b in spec.backends if b != TORCH]
+    return list(DEFAULT_BACKENDS[spec.family])
+
+
+def runs_on(routine: str, backend: str, cc: CC) -> bool:
+    table = _CC_TABLES.get(routine)
+    if table is None:
+        return RULES[(routine, backend)].allows(cc)
+    return f"{cc[0]}.{cc[1]}" in table.get(_ALIASES.get(backend, backend), frozenset())
 
 
 def load_flashinfer() -> tuple[ModuleType | None, str | None]:
@@ -71,7 +115,7 @@ def load_flashinfer() -> tuple[ModuleType | None, str | None]:
 
 
 def problem_skip_reason(routine: str, backend: str, args: argparse.Namespace) -> str | None:
-    """Problem-shape limits of a backend (seed: fa2 does not support a GQA ratio of 5)."""
+    """Problem-shape limits of a backend (FlashInfer's benchmark: fa2 does not support a GQA ratio of 5)."""
     if backend == "fa2" and ROUTINES[routine].family == "attention" and args.num_kv_heads:
         if args.num_qo_heads // args.num_kv_heads == 5:
             return "does not support GQA ratio of 5"
@@ -96,9 +140,11 @@ def select_backends(
             kept.append(backend)
             continue
         reason: str | None
-        if cc is None:
+        if backend not in ROUTINES[routine].backends:
+            reason = "is not implemented by this benchmark"
+        elif cc is None:
             reason = "needs a CUDA device (none available)"
-        elif not cc_rule(routine, backend).allows(cc):
+        elif not runs_on(routine, backend, cc):
             reason = f"is not supported on compute capability {cc[0]}.{cc[1]}"
         elif flashinfer_error is not None:
             reason = f"needs the flashinfer package, which is not importable ({flashinfer_error})"

@@ -23,7 +23,7 @@ def verbose(level: int, msg: str) -> None:
 
 
 def perf_line(backend: str, median_ms: float, std_ms: float, tflops: float, tb_per_sec: float) -> str:
-    """The seed's [PERF] line: backend left-justified in 10 columns, then ``::``."""
+    """FlashInfer's benchmark's [PERF] line: backend left-justified in 10 columns, then ``::``."""
     return (
         f"[PERF] {backend:<10}:: median time {median_ms:.3f} ms; std {std_ms:.3f} ms; "
         f"achieved tflops {tflops:.3f} TFLOPs/sec; achieved tb_per_sec {tb_per_sec:.3f} TB/sec"

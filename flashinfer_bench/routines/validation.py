@@ -1,17 +1,18 @@
-"""Invalid flag combinations, refused before any tensor is built (the seed's rules and messages)."""
+"""Invalid flag combinations, refused before any tensor is built (FlashInfer's benchmark's rules and messages)."""
 
 from __future__ import annotations
 
 import argparse
 
+from .backends import KNOWN_BACKENDS, TORCH
 from .errors import UsageError
-from .registry import ROUTINES
+from .specs import ROUTINES
 
 FP4_MOE = "trtllm_fp4_block_scale_moe"
 FP8_BLOCK_MOE = "trtllm_fp8_block_scale_moe"
 FP8_TENSOR_MOE = "trtllm_fp8_per_tensor_scale_moe"
 
-# The seed's "MOE Routing Method Compatibility" table: which trtllm MoE routines accept which routing method.
+# FlashInfer's benchmark's "MOE Routing Method Compatibility" table: which trtllm MoE routines accept which routing method.
 ROUTING_COMPAT: dict[str, frozenset[str]] = {
     "deepseek_v3": frozenset({FP4_MOE, FP8_BLOCK_MOE}),
     "renormalize": frozenset({FP4_MOE, FP8_BLOCK_MOE, FP8_TENSOR_MOE}),
@@ -32,9 +33,10 @@ def validate(args: argparse.Namespace) -> None:
     spec = ROUTINES[args.routine]
     missing = [f"--{name}" for name in spec.required if getattr(args, name) is None]
     _need(not missing, f"{args.routine} requires {', '.join(missing)}")
-    unknown = [b for b in args.backends or () if b not in spec.backends]
-    _need(not unknown, f"{args.routine} does not support backend(s) {', '.join(unknown)}; "
-                       f"choose from {', '.join(spec.backends)}")
+    known = KNOWN_BACKENDS[spec.family] | {TORCH}
+    unknown = [b for b in args.backends or () if b not in known]
+    _need(not unknown, f"unknown backend(s) {', '.join(unknown)} for {args.routine}; "
+                       f"choose from {', '.join(sorted(known))}")
     _need(args.num_iters >= 1 and args.dry_run_iters >= 0, "--num_iters must be >= 1 and --dry_run_iters >= 0")
     sizes = [name for name in spec.required if getattr(args, name) is not None and getattr(args, name) <= 0]
     _need(not sizes, f"{', '.join('--' + s for s in sizes)} must be positive")

@@ -210,7 +210,7 @@ def _cache_setup(
 
 def choose_method(enable_cupti: bool, notes: list[str]) -> tuple[str, Any]:
     """(method, cupti module or None) for a CUDA device: CUPTI when enabled and installed, else CUDA events
-    (with the seed's warning, logged once per process, when CUPTI was wanted but is missing)."""
+    (with FlashInfer's warning, logged once per process, when CUPTI was wanted but is missing)."""
     if not enable_cupti:
         return CUDA_EVENTS, None
     cupti = load_cupti()

@@ -7,7 +7,7 @@ from flashinfer_bench.data import Definition, TraceSetError
 DEFINITION = Definition.model_validate(dict(SCALE_ADD, name="rmsnorm_h4096", op_type="rmsnorm"))
 
 
-def test_defaults_match_the_seed_tables():
+def test_defaults_match_upstream_flashinfer_bench_tables():
     config = BenchmarkConfig()
     assert (config.use_isolated_runner, config.definitions, config.solutions, config.timeout_seconds,
             config.profile_baseline) == (False, None, None, 300, True)

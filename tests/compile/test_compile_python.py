@@ -45,6 +45,17 @@ def test_value_returning_solution_returns_outputs(tmp_path: Path) -> None:
     assert torch.equal(runnable.fn(x, y), x * 2 + y)
 
 
+def test_a_top_level_setup_is_the_solutions_setup(tmp_path: Path) -> None:
+    with_setup = make_solution({"main.py": "def setup(**layout):\n    return {'k': 2}\n"
+                                           "def run(x, y, out, k):\n    out.copy_(x * k + y)\n"})
+    runnable = build_solution(with_setup, device="cpu", cache_dir=tmp_path)
+    assert runnable.setup is not None and runnable.setup() == {"k": 2}
+    assert build_solution(make_solution({"main.py": "def run(x, y, out):\n    pass\n"}), cache_dir=tmp_path).setup is None
+    not_a_function = make_solution({"main.py": "setup = 3\ndef run(x, y, out):\n    pass\n"})
+    with pytest.raises(BuildError, match="defines 'setup', but it is not a function"):
+        build_solution(not_a_function, device="cpu", cache_dir=tmp_path)
+
+
 def test_destination_passing_solution_writes_into_outputs(tmp_path: Path) -> None:
     solution = make_solution({"main.py": "def run(x, y, out):\n    out.copy_(x * 2 + y)\n"})
     runnable = build_solution(solution, device="cpu", cache_dir=tmp_path)

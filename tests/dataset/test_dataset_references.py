@@ -37,8 +37,9 @@ from flashinfer_bench.bench.synthetic import (
 from flashinfer_bench.data import Definition
 
 CORPUS = REPO.parent / "shared" / "corpus" / "flashinfer-trace"
-pytestmark = pytest.mark.skipif(not (CORPUS / "definitions").is_dir(),
-                                reason=f"the FlashInfer-Trace dataset is not at {CORPUS}")
+pytestmark = [pytest.mark.slow,  # 144 definitions through the CLI: minutes
+              pytest.mark.skipif(not (CORPUS / "definitions").is_dir(),
+                                 reason=f"the FlashInfer-Trace dataset is not at {CORPUS}")]
 
 #: Small settings: correctness is what is checked here; one timed call keeps the PASSED verdict honest.
 RUN_FLAGS = ["--warmup-runs", "0", "--iterations", "1", "--num-trials", "1", "--timeout", "900"]

@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
+#: Enough samples for an interval narrower than their range (below six samples it is the range).
+FAKE_SAMPLES_MS = [1.0 + 0.05 * i for i in range(40)]
+
 
 @dataclass
 class FakeTiming:
@@ -13,7 +16,13 @@ class FakeTiming:
     std_ms: float = 0.1
     method: str = "fake_clock"
     device: str = "cpu"
-    samples_ms: list[float] = field(default_factory=lambda: [1.9, 2.0, 2.1])
+    samples_ms: list[float] = field(default_factory=lambda: list(FAKE_SAMPLES_MS))
+
+    @property
+    def stats(self):
+        from flashinfer_bench.timing.stats import summarize
+
+        return summarize(self.samples_ms)
 
 
 class FakeTimer:
@@ -21,6 +30,7 @@ class FakeTimer:
 
     def __init__(self) -> None:
         self.calls: list[dict] = []
+        self.samples_ms = list(FAKE_SAMPLES_MS)
 
     def __call__(self, fn, **kwargs):
         self.calls.append(kwargs)

@@ -4,7 +4,7 @@ from flashinfer_bench.routines.args import parse_case
 from flashinfer_bench.routines.errors import UsageError
 from flashinfer_bench.routines.validation import validate
 
-SEED_EXAMPLES = [
+FLASHINFER_EXAMPLES = [
     "--routine BatchPrefillWithPagedKVCacheWrapper --backends fa2 cudnn trtllm-gen --page_size 16 --batch_size 16 --s_qo 4096 --s_kv 4096 --num_qo_heads 64 --num_kv_heads 8 --head_dim_qk 128 --head_dim_vo 128 --random_actual_seq_len --verbose --refcheck --causal --no_cuda_graph --generate_repro_command",
     "--routine BatchDecodeWithPagedKVCacheWrapper --backends fa2 fa2_tc trtllm-gen cudnn --page_size 16 --batch_size 16 --s_qo 1 --s_kv 8192 --num_qo_heads 64 --num_kv_heads 8 --head_dim_qk 128 --head_dim_vo 128 --random_actual_seq_len --verbose --refcheck --generate_repro_command",
     "--routine mm_fp4 --m 8192 --n 4096 --k 16384 --out_dtype bfloat16 --backends cudnn cutlass trtllm --use_128x4_sf_layout --refcheck --verbose --generate_repro_command",
@@ -19,12 +19,12 @@ SEED_EXAMPLES = [
 ]
 
 
-@pytest.mark.parametrize("line", SEED_EXAMPLES)
-def test_seed_examples_parse_and_validate(line):
+@pytest.mark.parametrize("line", FLASHINFER_EXAMPLES)
+def test_flashinfer_benchmark_examples_parse_and_validate(line):
     validate(parse_case(line.split()))
 
 
-def test_namespace_order_and_defaults_match_seed():
+def test_namespace_order_and_defaults_match_flashinfers_benchmark():
     args = parse_case("--routine BatchDecodeWithPagedKVCacheWrapper --page_size 16 --batch_size 32 --s_kv 8192 "
                       "--num_qo_heads 64 --num_kv_heads 8 --head_dim_qk 128 --head_dim_vo 128 -v".split())
     keys = list(vars(args))
@@ -55,7 +55,7 @@ def test_bad_flags_raise_usage_error(line):
 def test_sample_testlist_covers_every_routine_and_validates():
     from pathlib import Path
 
-    from flashinfer_bench.routines.registry import ROUTINES
+    from flashinfer_bench.routines.specs import ROUTINES
     from flashinfer_bench.routines.testlist import read_testlist
 
     path = Path(__file__).parents[2] / "benchmarks" / "samples" / "sample_testlist.txt"

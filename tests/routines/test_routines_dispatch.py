@@ -18,9 +18,10 @@ DECODE = ("--routine BatchDecodeWithPagedKVCacheWrapper --page_size 4 --batch_si
 def test_support_matrix_and_compute_capability_filter():
     args = parse_case(f"{DECODE.replace('Decode', 'Prefill')} --s_qo 1".split())
     routine = "BatchPrefillWithPagedKVCacheWrapper"
-    kept, warnings = select_backends(routine, ["fa2", "fa3", "cudnn", "torch"], (9, 0), None, args)
-    assert kept == ["fa2", "fa3", "torch"]
-    assert warnings == [f"cudnn for routine {routine} is not supported on compute capability 9.0. Skipping."]
+    # FlashInfer's benchmark's table for paged prefill: fa3 on 9.0 only, trtllm-gen on 10.x only, cudnn from 8.0
+    kept, warnings = select_backends(routine, ["fa2", "fa3", "cudnn", "trtllm-gen", "torch"], (9, 0), None, args)
+    assert kept == ["fa2", "fa3", "cudnn", "torch"]
+    assert warnings == [f"trtllm-gen for routine {routine} is not supported on compute capability 9.0. Skipping."]
     kept, warnings = select_backends(routine, ["fa3", "cudnn"], (10, 0), None, args)
     assert kept == ["cudnn"] and "fa3" in warnings[0] and "10.0" in warnings[0]
     kept, warnings = select_backends(routine, ["fa2", "torch"], (9, 0), "ModuleNotFoundError: x", args)
@@ -28,6 +29,32 @@ def test_support_matrix_and_compute_capability_filter():
     gqa5 = parse_case(DECODE.replace("--num_qo_heads 4", "--num_qo_heads 10").split())
     kept, warnings = select_backends("BatchDecodeWithPagedKVCacheWrapper", ["fa2", "fa2_tc"], (9, 0), None, gqa5)
     assert kept == ["fa2_tc"] and "GQA ratio of 5" in warnings[0]
+
+
+def test_lines_of_flashinfers_sample_test_list_run_what_they_can_on_compute_capability_9(capsys, fake_timer,
+                                                                                      monkeypatch):
+    """The three test lines of FlashInfer's own sample list that behaved differently here (an H100, CC 9.0)."""
+    bare = types.ModuleType("flashinfer")  # importable, but with none of the kernels
+    bare.__version__ = "0.7.2-bare"
+    monkeypatch.setitem(sys.modules, "flashinfer", bare)
+    monkeypatch.setattr(runner, "compute_capability", lambda device: (9, 0))
+    mla = ("--routine BatchMLAPagedAttentionWrapper --backends fa2 fa3 torch --page_size 4 --batch_size 2 --s_qo 1 "
+           "--s_kv 9 --num_qo_heads 4 --head_dim_ckv 16 --head_dim_kpe 8")
+    assert main(mla.split(), timer=fake_timer) == 1  # fa2 fails on the fake flashinfer; fa3 is skipped, torch runs
+    out = capsys.readouterr().out
+    assert ("[WARNING] fa3 for routine BatchMLAPagedAttentionWrapper is not implemented by this benchmark. "
+            "Skipping.") in out and "[PERF] torch" in out
+    group_gemm = "--routine group_gemm_fp8_nt_groupwise --m 4 --n 128 --k 128 --group_size 2"
+    assert main(group_gemm.split(), timer=fake_timer) == 0  # FlashInfer's default GEMM backend, cudnn: not here
+    out = capsys.readouterr().out
+    assert "cudnn for routine group_gemm_fp8_nt_groupwise is not implemented by this benchmark" in out
+    assert "[ERROR] No backends to test. Exiting." in out and "[PERF]" not in out
+    moe = ("--routine cutlass_fused_moe --num_tokens 4 --hidden_size 64 --intermediate_size 32 --num_experts 4 "
+           "--top_k 2")
+    assert main(moe.split(), timer=fake_timer) == 0  # its one backend, not built for CC 9.0
+    out = capsys.readouterr().out
+    assert "cutlass for routine cutlass_fused_moe is not supported on compute capability 9.0. Skipping." in out
+    assert "[ERROR] No backends to test. Exiting." in out and "[PERF]" not in out
 
 
 class FakeDecodeWrapper:

@@ -3,14 +3,14 @@ import pytest
 from flashinfer_bench.routines import metrics
 
 
-def test_seed_decode_example_throughputs():
+def test_flashinfer_benchmark_decode_example_throughputs():
     # Seed: batch 32, kv 8192, 64 q / 8 kv heads, dim 128, bf16, fa2 0.712 ms -> 12.070 TFLOPs/s, 1.510 TB/s.
     qo, kv = [1] * 32, [8192] * 32
     flops = metrics.attention_flops(qo, kv, 64, 128, 128, causal=False)
     assert flops == 2 * 64 * 256 * 32 * 8192
     num_bytes = metrics.attention_bytes(qo, kv, 64, 8, 128, 128, 2, 2, 2)
     assert num_bytes == 32 * 64 * 128 * 2 * 2 + 32 * 8192 * 8 * 256 * 2
-    assert f"{metrics.tflops_per_sec(flops, 0.712):.3f}" == "12.065"  # the seed prints 12.070 for an unrounded time
+    assert f"{metrics.tflops_per_sec(flops, 0.712):.3f}" == "12.065"  # FlashInfer's benchmark prints 12.070 for an unrounded time
     assert f"{metrics.tb_per_sec(num_bytes, 0.712):.2f}" == "1.51"
 
 

@@ -155,3 +155,31 @@ def test_cutlass_tp_shards_sum_to_the_full_moe():
         args = parse_case(line.format(rank).split())
         parts.append(moe.torch_moe(args, moe.make_inputs(args, CPU), torch.float64))
     assert torch.allclose(parts[0] + parts[1], full, atol=1e-9)  # the intermediate columns split across ranks
+
+
+@pytest.mark.parametrize(("routine", "s_qo", "s_kv"), [
+    ("BatchDecodeWithPagedKVCacheWrapper", 1, 8192),
+    ("BatchPrefillWithPagedKVCacheWrapper", 512, 512),
+    ("BatchPrefillWithRaggedKVCacheWrapper", 128, 1024),
+])
+def test_random_lengths_are_the_ones_flashinfers_benchmark_draws_from_the_same_seed(routine, s_qo, s_kv):
+    line = (f"--routine {routine} --page_size 16 --batch_size 16 --s_qo {s_qo} --s_kv {s_kv} --num_qo_heads 8 "
+            "--num_kv_heads 8 --head_dim_qk 64 --head_dim_vo 64 --random_actual_seq_len --random_seed 7")
+    args = parse_case(line.split())
+    device = torch.device("cpu")
+    torch.manual_seed(7)
+    qo, kv = attention.sequence_lengths(args, device)
+    # FlashInfer's benchmark, after torch.manual_seed(random_seed): decode draws the kv lengths on the device,
+    # [batch, 1, 1, 1] int32 in [1, s_kv], at least s_qo; prefill draws the q lengths on the CPU, then the kv
+    # lengths (the q lengths when s_qo == s_kv), each at least its q length.
+    torch.manual_seed(7)
+    shape = (16, 1, 1, 1)
+    if routine.startswith("BatchDecode"):
+        expected_kv = torch.randint(1, s_kv + 1, shape, device=device, dtype=torch.int32).clamp_min(s_qo)
+        expected_qo = torch.full(shape, s_qo)
+    else:
+        expected_qo = torch.randint(1, s_qo + 1, shape, dtype=torch.int32)
+        expected_kv = expected_qo.clone() if s_qo == s_kv else torch.maximum(
+            torch.randint(1, s_kv + 1, shape, dtype=torch.int32), expected_qo)
+    assert (qo, kv) == (expected_qo.flatten().tolist(), expected_kv.flatten().tolist())
+    assert len(set(kv)) > 1 and all(k >= q for q, k in zip(qo, kv, strict=True))

@@ -12,7 +12,7 @@ def check(line: str) -> None:
 
 
 @pytest.mark.parametrize("routine", ["trtllm_fp4_block_scale_moe", "trtllm_fp8_block_scale_moe"])
-def test_groups_without_deepseek_use_seed_message(routine):
+def test_groups_without_deepseek_use_flashinfers_message(routine):
     with pytest.raises(UsageError, match=GROUPS_MESSAGE.replace(".", r"\.")):
         check(f"--routine {routine} {MOE} --top_k 1 --n_group 4 --routing_method renormalize")
 
@@ -58,7 +58,7 @@ def test_cutlass_ignores_routing_but_checks_parallelism():
     ("--routine BatchPrefillWithPagedKVCacheWrapper --batch_size 2 --s_qo 4 --s_kv 8 --num_qo_heads 4 "
      "--num_kv_heads 2 --head_dim_qk 16 --head_dim_vo 16", "--page_size must be positive"),
     ("--routine gemm_fp8_nt_groupwise --m 4 --n 100 --k 128", "multiples of --tile_size"),
-    ("--routine bmm_fp8 --m 4 --n 16 --k 16 --backends fa3", "does not support backend"),
+    ("--routine bmm_fp8 --m 4 --n 16 --k 16 --backends fa3", r"unknown backend\(s\) fa3 for bmm_fp8"),
 ])
 def test_shape_rules(line, message):
     with pytest.raises(UsageError, match=message):

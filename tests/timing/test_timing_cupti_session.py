@@ -218,7 +218,7 @@ def no_cupti(monkeypatch):
     cupti_timer.load_cupti.cache_clear()
 
 
-def test_missing_cupti_warns_once_in_the_seeds_words(no_cupti, caplog):
+def test_missing_cupti_warns_once_in_flashinfers_words(no_cupti, caplog):
     caplog.set_level(logging.WARNING, logger=notices.LOGGER_NAME)
     notes_a, notes_b = [], []
     assert api.choose_method(True, notes_a) == (CUDA_EVENTS, None)

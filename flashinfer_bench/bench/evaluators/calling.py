@@ -19,6 +19,34 @@ class Callee(Protocol):
     destination_passing_style: bool
 
 
+def setup_of(callee: Callee) -> Callable[..., Any] | None:
+    """The callee's setup (compile.Runnable.setup), if it has one."""
+    return getattr(callee, "setup", None)
+
+
+def layout_inputs(definition: Definition, inputs: Sequence[Any]) -> dict[str, Any]:
+    """The inputs a setup is given, by name: those that describe the problem's layout (integer and boolean
+    tensors, scalars), never its floating-point data, so no output can be computed ahead of a call."""
+    from flashinfer_bench.data import DType
+
+    return {name: value for (name, spec), value in zip(definition.inputs.items(), inputs, strict=True)
+            if not (isinstance(value, torch.Tensor) and DType(spec.dtype).is_floating)}
+
+
+def set_up(callee: Callee, definition: Definition, inputs: Sequence[Any]) -> dict[str, Any]:
+    """What the callee's setup returns for these inputs (keyword arguments of its call); {} without one."""
+    setup = setup_of(callee)
+    if setup is None:
+        return {}
+    state = setup(**layout_inputs(definition, inputs))
+    if state is None:
+        return {}
+    if not isinstance(state, dict) or not all(isinstance(key, str) for key in state):
+        raise TypeError(f"setup must return a dict of keyword arguments for the call (or None), not "
+                        f"{type(state).__name__}")
+    return state
+
+
 @dataclass(frozen=True)
 class ValueReturning:
     """A plain function that returns its outputs, e.g. a definition's reference ``run``."""
@@ -105,33 +133,46 @@ def normalize_outputs(result: Any, count: int) -> tuple[Any, ...]:
 
 
 def invoke(callee: Callee, definition: Definition, workload: Workload, inputs: Sequence[Any], device: str) -> tuple[Any, ...]:
-    """Call once and return the outputs in definition order."""
+    """Set up (if the callee has a setup), call once, and return the outputs in definition order."""
+    state = set_up(callee, definition, inputs)
     if callee.destination_passing_style:
         outputs = allocate_outputs(definition, workload, device)
-        callee.fn(*inputs, *outputs)
+        callee.fn(*inputs, *outputs, **state)
         return tuple(outputs)
-    return normalize_outputs(callee.fn(*inputs), len(definition.outputs))
+    return normalize_outputs(callee.fn(*inputs, **state), len(definition.outputs))
 
 
-def timed_call(callee: Callee, definition: Definition, workload: Workload, inputs: Sequence[Any],
-               device: str) -> tuple[Callable[[], None], Callable[[], tuple[Any, ...]]]:
-    """A zero-argument callable doing exactly one call (output buffers allocated once, outside it), and a
-    function returning the latest call's outputs in definition order."""
-    fn = callee.fn
-    if callee.destination_passing_style:
-        outputs = allocate_outputs(definition, workload, device)
-        arguments = [*inputs, *outputs]
+class TimedCall:
+    """One call on ``inputs`` as the timer makes it: ``call()`` does exactly the call (output buffers allocated
+    once, outside it; the setup's keyword arguments computed outside it), ``set_up()`` runs the setup again for
+    the values the inputs hold now (after new values were swapped in), ``latest()`` gives the latest call's
+    outputs in definition order."""
 
-        def call_into_buffers() -> None:
-            fn(*arguments)
+    def __init__(self, callee: Callee, definition: Definition, workload: Workload, inputs: Sequence[Any],
+                 device: str) -> None:
+        self.callee, self.definition, self.inputs = callee, definition, inputs
+        self.outputs = allocate_outputs(definition, workload, device) if callee.destination_passing_style else None
+        self.state: dict[str, Any] = {}
+        self.result: Any = None
+        self.set_up()
 
-        return call_into_buffers, lambda: tuple(outputs)
-    latest: list[Any] = [None]
+    @property
+    def has_setup(self) -> bool:
+        return setup_of(self.callee) is not None
 
-    def call_keeping_result() -> None:
-        latest[0] = fn(*inputs)
+    def set_up(self) -> None:
+        self.state = set_up(self.callee, self.definition, self.inputs)
 
-    return call_keeping_result, lambda: normalize_outputs(latest[0], len(definition.outputs))
+    def call(self) -> None:
+        if self.outputs is not None:
+            self.callee.fn(*self.inputs, *self.outputs, **self.state)
+        else:
+            self.result = self.callee.fn(*self.inputs, **self.state)
+
+    def latest(self) -> tuple[Any, ...]:
+        if self.outputs is not None:
+            return tuple(self.outputs)
+        return normalize_outputs(self.result, len(self.definition.outputs))
 
 
 def take_values(into: Sequence[Any], source: Sequence[Any]) -> None:

@@ -22,7 +22,7 @@ from statistics import fmean
 from typing import Any
 
 from flashinfer_bench.bench.config import ResolvedEvalConfig
-from flashinfer_bench.bench.evaluators.calling import Callee, clone_inputs, invoke, timed_call, written_inputs
+from flashinfer_bench.bench.evaluators.calling import Callee, TimedCall, clone_inputs, invoke, written_inputs
 from flashinfer_bench.bench.evaluators.compare import ValueErrors, output_mismatch, value_errors
 from flashinfer_bench.bench.evaluators.context import EvaluationContext
 from flashinfer_bench.bench.evaluators.slot import output_layouts
@@ -71,6 +71,9 @@ class PerformanceResult:
     performance: Performance
     #: What the judge noticed while timing (e.g. a claimed latency it did not believe), for the trace's log.
     notes: list[str] = field(default_factory=list)
+    #: The solution's setup before each call (docs/solutions.md), mean of the sessions' medians; None without
+    #: one (reported beside the latency, never inside it).
+    setup_latency_ms: float | None = None
 
 
 def measure_reference_latency_ms(reference: Callee, ctx: EvaluationContext, inputs: list[list[Any]]) -> float:
@@ -79,7 +82,7 @@ def measure_reference_latency_ms(reference: Callee, ctx: EvaluationContext, inpu
 
     medians = []
     for trial_inputs in inputs:
-        call, _ = timed_call(reference, ctx.definition, ctx.workload, clone_inputs(trial_inputs), ctx.device)
+        call = TimedCall(reference, ctx.definition, ctx.workload, clone_inputs(trial_inputs), ctx.device).call
         result = bench_gpu_time_detailed(call, num_iters=ctx.config.iterations, dry_run_iters=ctx.config.warmup_runs,
                                          device=ctx.device)
         medians.append(result.median_ms)
@@ -175,7 +178,7 @@ class Evaluator(ABC):
         """Time the solution in ``num_trials`` sessions as the module docstring says; the latency is the mean of
         the sessions' medians. Raises ``TimedOutputsMismatch`` when a checked timed call is wrong."""
         cfg = ctx.config
-        latencies, notes = [], []
+        sessions = []
         floor = solution.clock_floor()
         for session in range(cfg.num_trials):
             check = cls.timed_check(ctx, baseline)
@@ -184,12 +187,13 @@ class Evaluator(ABC):
             failure = schedule.judge_picked(check)
             if failure is not None and not failure.passed:
                 raise TimedOutputsMismatch(failure)
-            latency, session_notes = schedule.latency_ms(claim, floor)
-            latencies.append(latency)
-            notes += session_notes
-        latency = fmean(latencies)
+            sessions.append(schedule.latency(claim, floor))
+        latency = fmean(s.latency_ms for s in sessions)
+        setups = [s.setup_ms for s in sessions]
         # Upstream's convention when the reference was not timed: 0.0 for both (its models reject NaN).
         reference = baseline.mean_latency_ms if baseline.mean_latency_ms is not None else 0.0
         speedup = reference / latency if latency > 0 and reference > 0 else 0.0
         return PerformanceResult(Performance(latency_ms=latency, reference_latency_ms=reference,
-                                             speedup_factor=speedup), notes)
+                                             speedup_factor=speedup),
+                                 [note for s in sessions for note in s.notes],
+                                 fmean(setups) if None not in setups else None)

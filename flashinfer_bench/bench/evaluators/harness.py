@@ -9,10 +9,11 @@ the outputs as bytes of the types it expects, and checks the timed calls it pick
 
 from __future__ import annotations
 
+import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
 
@@ -21,11 +22,11 @@ import torch
 from flashinfer_bench.bench.evaluators.calling import (
     Callee,
     OutputCountError,
+    TimedCall,
     clone_inputs,
     invoke,
     modified_inputs,
     take_values,
-    timed_call,
 )
 from flashinfer_bench.bench.evaluators.compare import output_mismatch
 from flashinfer_bench.bench.evaluators.slot import Slot, TensorLayout, output_layouts
@@ -80,6 +81,8 @@ class TimingClaim:
 
     samples_ms: list[float]
     method: str
+    #: Per timed call, how long the solution's setup took before it (empty without a setup).
+    setup_ms: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -135,22 +138,35 @@ class Harness:
         from flashinfer_bench.testing import bench_gpu_time_detailed
 
         live = self.inputs(first_seed)
-        call, latest = timed_call(self.callee, self.definition, self.workload, live, self.device)
+        timed = TimedCall(self.callee, self.definition, self.workload, live, self.device)
+        setup_ms: list[float] = []
         begun = 0
 
         def before_each(_: int) -> None:
             nonlocal begun
             if begun:
-                self._report(begun - 1, latest, exchange, slot)
+                self._report(begun - 1, timed.latest, exchange, slot)
                 take_values(live, self.inputs(exchange.next_seed()))
+                if timed.has_setup:
+                    elapsed = self._clocked(timed.set_up)
+                    if begun >= warmup:
+                        setup_ms.append(elapsed)
             begun += 1
 
-        result = bench_gpu_time_detailed(call, num_iters=iterations, dry_run_iters=warmup, device=self.device,
+        result = bench_gpu_time_detailed(timed.call, num_iters=iterations, dry_run_iters=warmup, device=self.device,
                                          before_each=before_each)
-        self._report(begun - 1, latest, exchange, slot)
-        return TimingClaim([float(s) for s in result.samples_ms], result.method)
+        self._report(begun - 1, timed.latest, exchange, slot)
+        return TimingClaim([float(s) for s in result.samples_ms], result.method, setup_ms)
 
-    def _report(self, index: int, latest: Any, exchange: Exchange, slot: Slot) -> None:
+    def _clocked(self, step: Callable[[], None]) -> float:
+        """Milliseconds ``step`` takes, the device work it queues included."""
+        start = time.perf_counter()
+        step()
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize(self.device)
+        return (time.perf_counter() - start) * 1e3
+
+    def _report(self, index: int, latest: Callable[[], tuple[Any, ...]], exchange: Exchange, slot: Slot) -> None:
         """Call ``index`` is done (the timing API runs ``before_each`` once the previous call's work has
         finished, and returns once the last one's has); ship its outputs if the judge asks for them."""
         if exchange.done(index):

@@ -198,15 +198,19 @@ class TimedSchedule:
         ship = median(call.ship_ms for call in self.picked) - self.copy_ms if self.picked else 0.0
         return ClockFloor(max(per_call, 0.0), max(ship, 0.0))
 
-    def latency_ms(self, claim: TimingClaim, floor: ClockFloor) -> tuple[float, list[str]]:
-        """The latency to record, and a note when the claim is not believed (see the module docstring)."""
+    def latency(self, claim: TimingClaim, floor: ClockFloor) -> SessionLatency:
+        """The latency to record, the setup's, and a note when the claim is not believed (see the module
+        docstring; a setup's time is the solution's word too, and is checked with the call's)."""
         samples = claim.samples_ms
         done = len(self.wall_ms)
-        if not samples or len(samples) > done - self.warmup or not all(0.0 < s < float("inf") for s in samples):
+        if not samples or len(samples) > done - self.warmup or not all(0.0 < s < float("inf") for s in samples) \
+                or not all(0.0 <= s < float("inf") for s in claim.setup_ms):
             raise CallFailed(EvaluationStatus.RUNTIME_ERROR,
                              f"the solution's process reported {len(samples)} timing samples for {done} calls, "
                              "or samples that are not positive and finite")
         claimed = median(samples)
+        setup = median(claim.setup_ms) if claim.setup_ms else None
+        claimed_work = claimed + (setup or 0.0)
         wall = median(self.wall_ms[self.warmup:] or self.wall_ms)
         draw = median(self.draw_ms) if self.draw_ms else 0.0
         copy = self.copy_ms
@@ -220,16 +224,30 @@ class TimedSchedule:
                    f"{while_shipping:.4f} ms more while shipping its outputs)")
         margin = (MARGIN_MS + FLOOR_SHARE_OF_MARGIN * (floor.per_call_ms + floor.ship_ms)
                   + ESTIMATE_SHARE_OF_MARGIN * (draw + copy))
-        if claimed > wall * IMPOSSIBLE_FACTOR + IMPOSSIBLE_SLACK_MS:
+        if claimed_work > wall * IMPOSSIBLE_FACTOR + IMPOSSIBLE_SLACK_MS:
             why = f"more than a whole call takes on the judge's clock ({wall:.4f} ms)"
         elif while_shipping > max(HOST_ALLOWANCE_MS, claimed):
             why = "work done when its outputs were asked for"
-        elif claimed < PLAUSIBLE_FRACTION * in_wall - HOST_ALLOWANCE_MS - margin:
+        elif claimed_work < PLAUSIBLE_FRACTION * in_wall - HOST_ALLOWANCE_MS - margin:
             why = "far less than the work in a call"
         else:
-            return claimed, []
-        return estimate, [f"timing: the solution's process claimed {claimed:.4f} ms per call, {why}; {clocked}; "
-                          f"recorded the judge's ({claim.method} claim not believed)"]
+            return SessionLatency(claimed, setup, [])
+        with_setup = f" and {setup:.4f} ms of setup" if setup is not None else ""
+        return SessionLatency(estimate, None, [
+            f"timing: the solution's process claimed {claimed:.4f} ms per call{with_setup}, {why}; {clocked}; "
+            f"recorded the judge's ({claim.method} claim not believed)"])
+
+
+@dataclass(frozen=True)
+class SessionLatency:
+    """What one timing session says about the solution, after the judge's checks."""
+
+    latency_ms: float
+    """The call's time: the claimed median, or the judge's estimate of the work when the claim is not believed."""
+    setup_ms: float | None
+    """The median time of the solution's setup before a call (docs/solutions.md), as claimed; None without a
+    setup, or when the claim was not believed (the estimate then covers the setup too)."""
+    notes: list[str]
 
 
 def calibrate(ctx: EvaluationContext, noop: SolutionHandle) -> ClockFloor:

@@ -152,7 +152,8 @@ class JudgeProcess:
                  on_baseline: Callable[[float | None], None]) -> WorkOutcome:
         """Run one item. A death or a hang of the worker is a verdict (RUNTIME_ERROR / TIMEOUT), never an exception."""
         self.conn.send((protocol.EVALUATE, (item, log_path)))
-        deadline = time.monotonic() + build_timeout(item, timeout)
+        building = build_timeout(item, timeout)
+        deadline = time.monotonic() + building
         built = False
         while True:
             ready = wait([self.conn, worker.process.sentinel, self.process.sentinel],
@@ -174,7 +175,9 @@ class JudgeProcess:
             elif not ready:
                 worker.kill()
                 self._drain()
-                return WorkOutcome(EvaluationStatus.TIMEOUT, log=f"no result within the {timeout:g} s timeout",
+                late = (f"no result within the {timeout:g} s timeout" if built
+                        else f"the solution was not built within {building:g} s (the build's deadline)")
+                return WorkOutcome(EvaluationStatus.TIMEOUT, log=late,
                                    retire=True)
             elif worker.process.sentinel in ready:
                 worker.process.join(timeout=5)

@@ -48,7 +48,7 @@ class RemoteSolution(SolutionHandle):
         while True:
             message = self.channel.receive("done", "timed")
             if message.op == "timed":
-                return TimingClaim(list(message.samples_ms), message.method)
+                return TimingClaim(list(message.samples_ms), message.method, list(message.setup_ms))
             if schedule.on_done(message.index):
                 asked_at = time.perf_counter()
                 self.channel.send(op="ship")

@@ -64,6 +64,7 @@ class Timed(_Message):
     op: Literal["timed"]
     samples_ms: list[float] = Field(max_length=1 << 16)
     method: str = Field(max_length=64)
+    setup_ms: list[float] = Field(max_length=1 << 16)
 
 
 FromWorker = Annotated[Ready | Built | Failed | Called | Done | Shipped | Timed, Field(discriminator="op")]
@@ -119,7 +120,7 @@ class WorkerChannel:
             raise CallFailed(EvaluationStatus(message.status), message.message[:MAX_FAILURE_CHARS])
         if message.op not in expected:
             raise WorkerGone(f"the worker broke the protocol: sent '{message.op}' where {list(expected)} was due")
-        if isinstance(message, Timed) and not all(math.isfinite(s) for s in message.samples_ms):
+        if isinstance(message, Timed) and not all(math.isfinite(s) for s in (*message.samples_ms, *message.setup_ms)):
             raise WorkerGone("the worker broke the protocol: a timing sample is not finite")
         return message
 

@@ -115,7 +115,7 @@ class Worker:
         elif op == "time":
             claim = self.harness.time(int(request["iterations"]), int(request["warmup"]), int(request["seed"]),
                                       WireExchange(self.channel), self.slot)
-            self.channel.send(op="timed", samples_ms=claim.samples_ms, method=claim.method)
+            self.channel.send(op="timed", samples_ms=claim.samples_ms, method=claim.method, setup_ms=claim.setup_ms)
         else:
             raise RuntimeError(f"unknown request '{op}'")
 

@@ -14,6 +14,9 @@ from flashinfer_bench.compile.loader import import_solution_entry
 from flashinfer_bench.compile.runnable import Runnable
 from flashinfer_bench.data import Solution
 
+#: A top-level function of this name in the entry file is the solution's setup (see Runnable.setup).
+SETUP_FUNCTION = "setup"
+
 
 def build_python(solution: Solution, context: BuildContext) -> Runnable:
     directory, existed = context.sources(solution)
@@ -31,11 +34,15 @@ def load_python_entry(solution: Solution, context: BuildContext, directory: Path
             f"{solution.entry_file} defines no function '{solution.entry_function}' "
             f"(spec.entry_point is {solution.spec.entry_point!r})"
         )
+    setup = getattr(module, SETUP_FUNCTION, None)
+    if setup is not None and not callable(setup):
+        raise BuildError(f"{solution.entry_file} defines '{SETUP_FUNCTION}', but it is not a function")
     return Runnable(
         fn=fn,
         destination_passing_style=solution.spec.destination_passing_style,
         cached=existed or imported_before,
         source_dir=directory,
+        setup=setup,
     )
 
 

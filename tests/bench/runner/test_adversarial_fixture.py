@@ -15,6 +15,7 @@ from flashinfer_bench.data import TraceSet
 ROOT = FIXTURES / "trace_sets" / "adversarial"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("isolated", [False, True], ids=["persistent", "isolated"])
 def test_every_solution_gets_its_expected_status(tmp_path, isolated):
     expected = json.loads((ROOT / "EXPECTED.json").read_text())

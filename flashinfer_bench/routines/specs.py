@@ -1,4 +1,4 @@
-"""The one registry of routines: the CLI, validation, the testlist runner and the CSV all read it."""
+"""The routines' specs, in one place: the CLI, validation, the testlist runner and the CSV all read them."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from dataclasses import dataclass
 class RoutineSpec:
     """What the framework needs to know about one routine.
 
-    ``backends`` lists every backend the routine can run, in the order of the seed's support matrix, ``torch``
+    ``backends`` lists every backend the routine can run, in the order of FlashInfer's benchmark's support matrix, ``torch``
     last (the torch backend needs no FlashInfer and is the refcheck reference). ``required`` names the flags
-    that must be given. ``cuda_graph_stable`` says whether timing captures a CUDA graph by default (the seed:
+    that must be given. ``cuda_graph_stable`` says whether timing captures a CUDA graph by default (FlashInfer's benchmark:
     only stable for paged decode).
     """
 
