@@ -1,6 +1,6 @@
 """How close each timing method comes to Nsight Compute's kernel durations.
 
-Times five cases with every method of ``flashinfer_bench.testing.bench_gpu_time_detailed`` (cold L2, as
+Times the cases below with every method of ``flashinfer_bench.testing.bench_gpu_time_detailed`` (cold L2, as
 ncu flushes caches before each kernel), reads each case's ``gpu__time_duration.sum`` from ncu where ncu is
 installed, and prints a compact table (per-call us, and % error against ncu). Full results go to JSON.
 
@@ -8,8 +8,10 @@ installed, and prints a compact table (per-call us, and % error against ncu). Fu
 
 Cases: a bf16 4096^3 matmul; rms_norm on 1x4096 bf16 (one Triton kernel); a multiply of a 64 MiB bf16
 tensor by 2; a function of several small kernels; a function that leaves a 4096^3 matmul on a side stream
-without joining it back (CUPTI must count it; CUDA events cannot). ``--ncu-target CASE`` is the mode ncu
-profiles: it runs the case a few times inside an NVTX range named "fid".
+without joining it back (CUPTI must count it; CUDA events cannot); rms_norm launched after 30 and 200 us of host
+work, and two kernels with 30 us of host work between them (a library call's host-side preparation: ncu counts
+the kernels, never the host's time). ``--ncu-target CASE`` is the mode ncu profiles: it runs the case a few
+times inside an NVTX range named "fid".
 """
 
 from __future__ import annotations
@@ -111,6 +113,40 @@ def _side_stream_case(dev: torch.device) -> Case:
     return hidden_work, (small, small_out)
 
 
+def host_work(us: float) -> None:
+    """Keep the host busy for ``us`` microseconds (a wrapper's argument checks, a plan): no GPU work, no sleep."""
+    end = time.perf_counter() + us * 1e-6
+    while time.perf_counter() < end:
+        pass
+
+
+def _late_case(us: float) -> Callable[[torch.device], Case]:
+    """rms_norm 1x4096 launched after ``us`` of host work inside the timed call."""
+
+    def case(dev: torch.device) -> Case:
+        rms_norm, args = _torch_rms_norm_case(dev)
+
+        def late(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+            host_work(us)
+            return rms_norm(x, w)
+
+        return late, args
+
+    return case
+
+
+def _two_kernels_apart_case(dev: torch.device) -> Case:
+    """Two kernels with 30 us of host work between their launches."""
+    rms_norm, args = _torch_rms_norm_case(dev)
+
+    def apart(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        y = rms_norm(x, w)
+        host_work(30)
+        return torch.mul(y, 2)
+
+    return apart, args
+
+
 CASES: dict[str, Callable[[torch.device], Case]] = {
     "matmul_bf16_4096": _matmul_case,
     "rms_norm_1x4096": _torch_rms_norm_case,
@@ -118,6 +154,10 @@ CASES: dict[str, Callable[[torch.device], Case]] = {
     "mul2_64MiB_bf16": _mul_case,
     "several_small_kernels": _multi_case,
     "side_stream_matmul": _side_stream_case,
+    # A launch the host makes late (issue 11): ncu counts the kernels alone, never the host's time.
+    "rms_norm_after_30us_host": _late_case(30),
+    "rms_norm_after_200us_host": _late_case(200),
+    "two_kernels_30us_apart": _two_kernels_apart_case,
 }
 SINGLE_KERNEL = ("matmul_bf16_4096", "rms_norm_1x4096", "rms_norm_triton_1x4096", "mul2_64MiB_bf16")
 # (label, enable_cupti, use_cuda_graph)
