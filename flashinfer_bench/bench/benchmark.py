@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any, Protocol
@@ -171,7 +172,13 @@ def parent_environment() -> dict[str, Any]:
 
 
 def default_runner(config: BenchmarkConfig) -> Runner:
-    """The config's runner on every available device."""
+    """The config's runner: on the Ray cluster the config names (``ray_address``, else ``$RAY_ADDRESS``, as Ray's
+    own tools read it), else on every available device of this machine."""
+    address = config.ray_address or os.environ.get("RAY_ADDRESS")
+    if address:
+        from flashinfer_bench.bench.runner.ray import ray_runner
+
+        return ray_runner(address, config)
     devices = available_devices()
     factory = isolated_runner if config.use_isolated_runner else persistent_runner
     return factory(devices, timeout_seconds=config.timeout_seconds)

@@ -66,6 +66,8 @@ class BenchmarkConfig(BaseModel):
     solutions: list[str] | None = Field(None, description="Only these solution names")
     timeout_seconds: PositiveInt = Field(300, description="Per-workload timeout in seconds")
     profile_baseline: bool = Field(True, description="Time the reference implementation")
+    ray_address: str | None = Field(None, min_length=1, description="Run on this Ray cluster ('auto' or HOST:PORT); "
+                                    "unset: $RAY_ADDRESS if set, else this machine's devices")
 
     # Global eval defaults
     warmup_runs: NonNegativeInt = 10

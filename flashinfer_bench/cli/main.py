@@ -3,13 +3,14 @@
 Flags of `run` mirror BenchmarkConfig's fields; they are applied on top of the YAML (bundled or --config).
 Bad input is reported in one line and exits with status 2; a file that cannot be loaded is reported in one
 line each, the rest is used, and the command then exits with status 2. `validate` exits 1 when it finds
-problems.
+problems, `report compare --fail-on-regression` when a result regressed.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from flashinfer_bench.data import TraceSet
+    from flashinfer_bench.report.sources import Run
 
 EXIT_PROBLEMS_FOUND = 1
 EXIT_BAD_INPUT = 2
@@ -33,12 +34,37 @@ RUN_OVERRIDES = {
     "num_trials": "num_trials",
     "timeout": "timeout_seconds",
     "use_isolated_runner": "use_isolated_runner",
+    "ray_address": "ray_address",
 }
 
 
-def _add_local(parser: argparse.ArgumentParser) -> None:
+def _add_local(parser: argparse.ArgumentParser, what: str = "trace-set folder(s)") -> None:
     # `--local A B` and upstream's repeated `--local A --local B` both work.
-    parser.add_argument("--local", nargs="+", action="extend", required=True, metavar="PATH", help="trace-set folder(s)")
+    parser.add_argument("--local", nargs="+", action="extend", required=True, metavar="PATH", help=what)
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage (a number), got '{text}'") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a percentage of 0 or more, got '{text}'")
+    return value
+
+
+def _add_noise_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--min-change", type=_percent, metavar="PCT",
+                        help="smallest change in latency called FASTER or SLOWER, however quiet both runs were "
+                             "(default: 1)")
+    parser.add_argument("--default-noise", type=_percent, metavar="PCT",
+                        help="noise assumed for a latency recorded without its spread (default: 5)")
+
+
+def _noise_options(args: argparse.Namespace) -> dict[str, float]:
+    """compare_runs' keyword arguments from --min-change and --default-noise (percentages; unset: its defaults)."""
+    chosen = {"min_change": args.min_change, "default_noise": args.default_noise}
+    return {name: value / 100 for name, value in chosen.items() if value is not None}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--use-isolated-runner", action="store_true", default=None,
                      help="a fresh process per (solution, workload)")
     run.add_argument("--resume", action="store_true", help="skip (solution, workload) pairs already traced")
+    run.add_argument("--ray-address", nargs="?", const="auto", metavar="ADDRESS",
+                     help="run on this running Ray cluster: HOST:PORT, or 'auto' (the default when the flag is "
+                          "given alone: $RAY_ADDRESS, else the cluster started here with `ray start`); without the "
+                          "flag, $RAY_ADDRESS if set, else this machine's devices (docs/scaling.md)")
     run.add_argument("--save-results", action=argparse.BooleanOptionalAction, default=True,
                      help="append traces to traces/<author>/<op_type>/<definition>.jsonl as they are produced")
     run.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -67,7 +97,23 @@ def build_parser() -> argparse.ArgumentParser:
     reports = report.add_subparsers(dest="report_command", required=True)
     for name, text in (("summary", "per-definition table of results"), ("best", "best solution per definition")):
         for sub in (reports.add_parser(name, help=text), commands.add_parser(name, help=f"{text} (= report {name})")):
-            _add_local(sub)
+            _add_local(sub, "trace-set folder(s) or .jsonl trace file(s)")
+    visualize = reports.add_parser("visualize", help="write one self-contained HTML file: latency and speed-up per "
+                                   "workload, every status, fast_p and win@p, the environment")
+    _add_local(visualize, "trace-set folder(s) or .jsonl trace file(s)")
+    visualize.add_argument("-o", "--output", default="report.html", metavar="HTML",
+                           help="the file to write (default: report.html)")
+    visualize.add_argument("--baseline", metavar="PATH",
+                           help="another run (trace-set folder or .jsonl trace file) to compare these results with")
+    _add_noise_options(visualize)
+    compare = reports.add_parser("compare", help="compare two runs evaluation by evaluation, within their noise")
+    compare.add_argument("base", metavar="BASE", help="the earlier run: a trace-set folder or a .jsonl trace file")
+    compare.add_argument("candidate", metavar="CANDIDATE", help="the later run, likewise")
+    compare.add_argument("--fail-on-regression", type=_percent, metavar="PCT",
+                         help="exit 1 when an evaluation got SLOWER by more than PCT percent, or stopped passing")
+    compare.add_argument("--changes-only", action="store_true",
+                         help="list only the evaluations that got faster, slower or changed status")
+    _add_noise_options(compare)
     merge = reports.add_parser("merge", help="merge trace sets into a new folder")
     _add_local(merge)
     merge.add_argument("--output", required=True, metavar="PATH", help="the new folder to write (must not hold anything)")
@@ -88,14 +134,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def report_problems(trace_set: TraceSet) -> int:
+def report_problems(problems: Sequence[Exception], skipped_lines: Sequence[Exception] = ()) -> int:
     """Print what could not be loaded, one line each; returns how many input files (or lines) had problems.
     Skipped result lines are printed as warnings and not counted: result files are the tool's own output."""
-    for problem in trace_set.problems:
+    for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
-    for problem in trace_set.trace_problems:
+    for problem in skipped_lines:
         print(f"warning: skipped a result line: {problem}", file=sys.stderr)
-    return len(trace_set.problems)
+    return len(problems)
+
+
+def load_reported(paths: Sequence[str]) -> tuple[Run, int]:
+    """The result traces under ``paths`` (a spinner meanwhile on a terminal), with their problems printed."""
+    from flashinfer_bench.cli.report import working
+    from flashinfer_bench.report.sources import load_run
+
+    with working(f"loading {', '.join(paths)}"):
+        run = load_run(paths)
+    return run, report_problems(run.problems, run.warnings)
 
 
 def load_config(args: argparse.Namespace):
@@ -120,11 +176,12 @@ def command_run(args: argparse.Namespace, console: Console) -> int:
     problems = 0
     for trace_set in trace_sets:
         console.print(f"trace set {trace_set.root}", highlight=False)
-        problems += report_problems(trace_set)
+        problems += report_problems(trace_set.problems, trace_set.trace_problems)
         benchmark = Benchmark(trace_set, config, progress=TerminalProgress())
         result = benchmark.run_all(save_results=args.save_results, resume=args.resume)
         new_traces = list(benchmark.iter_new_traces(result))
-        for table in summary_tables(summarize(new_traces)):
+        authors = {s.name: s.author for solutions in trace_set.solutions.values() for s in solutions}
+        for table in summary_tables(summarize(new_traces, authors)):
             console.print(table)
     if problems:
         print(f"error: {problems} file(s) or line(s) could not be loaded (listed above); the rest was run",
@@ -134,21 +191,79 @@ def command_run(args: argparse.Namespace, console: Console) -> int:
 
 
 def command_summary(args: argparse.Namespace, console: Console, *, best: bool) -> int:
-    from flashinfer_bench.bench.summary import summarize
-    from flashinfer_bench.cli.report import best_table, summary_tables
-    from flashinfer_bench.data import TraceSet
+    from flashinfer_bench.bench.summary import summarize, summarize_authors
+    from flashinfer_bench.cli.report import author_table, best_table, summary_tables
 
     problems = 0
     for path in args.local:
-        trace_set = TraceSet.from_path(path)
-        problems += report_problems(trace_set)
-        summaries = summarize(t for traces in trace_set.traces.values() for t in traces)
+        run, found = load_reported([path])
+        problems += found
+        summaries = summarize(run.traces, run.authors)
         if not summaries:
             console.print(f"{path}: no result traces yet (run `flashinfer-bench run --local {path}`)", highlight=False)
             continue
-        for table in [best_table(summaries)] if best else summary_tables(summaries):
+        if best:
+            console.print(best_table(summaries))
+            continue
+        for table in summary_tables(summaries):
             console.print(table)
+        console.print(author_table(summarize_authors(run.traces, run.authors)))
     return EXIT_BAD_INPUT if problems else 0
+
+
+def command_visualize(args: argparse.Namespace, console: Console) -> int:
+    from flashinfer_bench.cli.report import working
+    from flashinfer_bench.report.compare import compare_runs
+    from flashinfer_bench.report.html import write_page
+    from flashinfer_bench.report.payload import build_payload
+    from flashinfer_bench.report.results import results
+
+    run, problems = load_reported(args.local)
+    baseline = None
+    if args.baseline:
+        baseline, found = load_reported([args.baseline])
+        problems += found
+    with working(f"analysing {len(run.traces)} result traces"):
+        records = results(run.traces, run.authors)
+        comparison = None
+        if baseline is not None:
+            comparison = compare_runs(results(baseline.traces, baseline.authors), records, **_noise_options(args))
+        payload = build_payload(run, records, comparison=comparison, baseline_label=args.baseline)
+    try:
+        path = write_page(payload, args.output)
+    except OSError as exc:
+        print(f"error: {args.output}: cannot be written: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    counts = payload["counts"]
+    console.print(f"wrote {path}: {counts['evaluations']} evaluations of {counts['definitions']} definitions"
+                  + (f", compared with {args.baseline}" if baseline is not None else ""), highlight=False)
+    return EXIT_BAD_INPUT if problems else 0
+
+
+def command_compare(args: argparse.Namespace, console: Console) -> int:
+    from flashinfer_bench.cli.report import comparison_notes, comparison_tables, working
+    from flashinfer_bench.report.compare import compare_runs
+    from flashinfer_bench.report.results import results
+
+    base, problems = load_reported([args.base])
+    candidate, found = load_reported([args.candidate])
+    problems += found
+    with working("comparing"):
+        comparison = compare_runs(results(base.traces, base.authors), results(candidate.traces, candidate.authors),
+                                  **_noise_options(args))
+    for table in comparison_tables(comparison, changes_only=args.changes_only):
+        console.print(table)
+    for note in comparison_notes(comparison):
+        console.print(note, highlight=False)
+    if problems:
+        return EXIT_BAD_INPUT
+    if args.fail_on_regression is not None:
+        regressions = comparison.regressions(args.fail_on_regression)
+        if regressions:
+            print(f"regression: {len(regressions)} evaluation(s) got SLOWER by more than {args.fail_on_regression:g}% "
+                  "beyond the noise, or stopped passing (listed above)", file=sys.stderr)
+            return EXIT_PROBLEMS_FOUND
+    return 0
 
 
 def command_merge(args: argparse.Namespace, console: Console) -> int:
@@ -164,10 +279,12 @@ def command_merge(args: argparse.Namespace, console: Console) -> int:
 
 
 def command_validate(args: argparse.Namespace, console: Console) -> int:
+    from flashinfer_bench.cli.report import working
     from flashinfer_bench.data.validate import CHECKS, render_text, validate_trace_set
 
     checks = [c.strip() for c in args.checks.split(",") if c.strip()] if args.checks else list(CHECKS)
-    report = validate_trace_set(args.dataset, checks=checks, op_types=args.op_types, definitions=args.definitions)
+    with working(f"validating {args.dataset}"):
+        report = validate_trace_set(args.dataset, checks=checks, op_types=args.op_types, definitions=args.definitions)
     print(render_text(report))
     return EXIT_PROBLEMS_FOUND if report.errors else 0
 
@@ -179,12 +296,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return routine_main(argv[1:])
     args = build_parser().parse_args(argv)
-    if args.command == "run":
+    if args.command == "run" and not (args.ray_address or os.environ.get("RAY_ADDRESS")):
         from flashinfer_bench.bench.runner.server import start_worker_server
 
         start_worker_server()  # first, so its imports (torch, ...) overlap with this process's own
     from rich.console import Console
 
+    from flashinfer_bench.bench.runner.ray.cluster import RayClusterError
     from flashinfer_bench.data import TraceSetError
 
     # Off a terminal rich would wrap at 80 columns; long definition and solution names stay whole in logs.
@@ -196,9 +314,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return command_validate(args, console)
         if args.command == "report" and args.report_command == "merge":
             return command_merge(args, console)
+        if args.command == "report" and args.report_command == "visualize":
+            return command_visualize(args, console)
+        if args.command == "report" and args.report_command == "compare":
+            return command_compare(args, console)
         report_command = args.report_command if args.command == "report" else args.command
         return command_summary(args, console, best=report_command == "best")
-    except TraceSetError as exc:
+    except (TraceSetError, RayClusterError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -6,7 +6,14 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from flashinfer_bench.data.definition import NonEmptyStr, _Model
 from flashinfer_bench.data.workload import Workload
@@ -57,6 +64,23 @@ class Performance(_Model):
     latency_ms: float = Field(default=0.0, ge=0.0)
     reference_latency_ms: float = Field(default=0.0, ge=0.0)
     speedup_factor: float = Field(default=0.0, ge=0.0)
+    #: Ours, optional: how the latencies were measured and how noisy they were (keys in docs/reports.md).
+    #: Written only when set, so lines without it are upstream's byte for byte; upstream's reader drops it.
+    extra: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _extra_counts_as_given(self) -> Performance:
+        # The loader shares one field-name set between models given every field (TraceSet._SharedParts);
+        # upstream's lines never give ``extra``, and their 3-name sets would otherwise be held once per line.
+        self.__pydantic_fields_set__.add("extra")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _leave_out_absent_extra(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("extra") is None:
+            data.pop("extra", None)
+        return data
 
 
 class Evaluation(_Model):

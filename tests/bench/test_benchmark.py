@@ -33,6 +33,23 @@ def test_run_all_returns_input_plus_new_traces_and_appends_each_at_once(tmp_path
     assert len(TraceSet.from_path(root).traces["scale_add"]) == 2
 
 
+def test_a_passed_trace_keeps_how_its_latency_was_measured_and_how_noisy_it_was(tmp_path):
+    from flashinfer_bench.report.noise import read_spread
+
+    root = scale_add_set(tmp_path, {"ok": OK}, sizes=(64,))
+    config = CONFIG.model_copy(update={"num_trials": 2, "iterations": 6})
+    Benchmark(TraceSet.from_path(root), config).run_all(save_results=True)
+    line = json.loads(next((root / "traces").rglob("*.jsonl")).read_text().splitlines()[0])
+    extra = line["evaluation"]["performance"]["extra"]
+    assert extra["timing_method"] == "host_clock" and extra["samples"] == 2 * 6
+    assert len(extra["trial_latencies_ms"]) == 2 and extra["settings"]["iterations"] == 6
+    low, high = extra["latency_ci95_ms"]
+    assert 0 < low <= high and extra["latency_std_ms"] >= 0
+    assert "reference_ci95_ms" in extra and "setup_latency_ms" not in extra  # timed here; no setup
+    spread = read_spread(TraceSet.from_path(root).traces["scale_add"][0].evaluation.performance)
+    assert spread.samples == 12 and spread.relative_noise(line["evaluation"]["performance"]["latency_ms"]) > 0
+
+
 def test_no_save_results_writes_nothing(tmp_path):
     root = scale_add_set(tmp_path, {"ok": OK}, sizes=(8,))
     result = Benchmark(TraceSet.from_path(root), CONFIG).run_all(save_results=False)

@@ -27,8 +27,9 @@ from flashinfer_bench.bench.evaluators.compare import ValueErrors, output_mismat
 from flashinfer_bench.bench.evaluators.context import EvaluationContext
 from flashinfer_bench.bench.evaluators.slot import output_layouts
 from flashinfer_bench.bench.evaluators.solution import SolutionHandle
-from flashinfer_bench.bench.evaluators.timed import TimedCheck, TimedSchedule
+from flashinfer_bench.bench.evaluators.timed import SessionLatency, TimedCheck, TimedSchedule
 from flashinfer_bench.data import Correctness, Definition, EvaluationStatus, Performance
+from flashinfer_bench.timing.stats import summarize
 
 
 @dataclass
@@ -45,6 +46,8 @@ class Baseline:
     #: Per trial, the inputs the reference wrote into (in/out buffers, e.g. a cache of intermediate states)
     #: and the values it left there: a solution must write the same, and may write into no other input.
     written: list[dict[str, Any]] = field(default_factory=list)
+    #: The 95% interval of the reference's median time, over every sample, when this baseline timed it.
+    reference_ci95_ms: tuple[float, float] | None = None
 
 
 @dataclass
@@ -76,17 +79,42 @@ class PerformanceResult:
     setup_latency_ms: float | None = None
 
 
-def measure_reference_latency_ms(reference: Callee, ctx: EvaluationContext, inputs: list[list[Any]]) -> float:
-    """Mean over trials of the reference's median time, each trial on private copies of its inputs."""
+def time_reference(reference: Callee, ctx: EvaluationContext, inputs: list[list[Any]]) -> tuple[float, list[float]]:
+    """The mean over trials of the reference's median time, each trial on private copies of its inputs, and every
+    sample taken."""
     from flashinfer_bench.testing import bench_gpu_time_detailed
 
-    medians = []
+    medians, samples = [], []
     for trial_inputs in inputs:
         call = TimedCall(reference, ctx.definition, ctx.workload, clone_inputs(trial_inputs), ctx.device).call
         result = bench_gpu_time_detailed(call, num_iters=ctx.config.iterations, dry_run_iters=ctx.config.warmup_runs,
                                          device=ctx.device)
         medians.append(result.median_ms)
-    return fmean(medians)
+        samples += result.samples_ms
+    return fmean(medians), samples
+
+
+def timing_extra(sessions: list[SessionLatency], cfg: ResolvedEvalConfig, setup_ms: float | None,
+                 reference_ci95_ms: tuple[float, float] | None) -> dict[str, Any]:
+    """What a trace keeps beside its latency (``performance.extra``, keys in docs/reports.md): how it was
+    measured and how noisy it was, over the sessions whose claims were believed, and the settings."""
+    believed = [s for s in sessions if s.samples_ms]
+    samples = [sample for s in believed for sample in s.samples_ms]
+    extra: dict[str, Any] = {
+        "trial_latencies_ms": [s.latency_ms for s in sessions],
+        "settings": cfg.model_dump(mode="json"),
+    }
+    if samples:
+        stats = summarize(samples)
+        extra.update(timing_method=believed[0].method, samples=len(samples), latency_std_ms=stats.std_ms,
+                     latency_ci95_ms=[stats.ci95_low_ms, stats.ci95_high_ms])
+    if len(believed) < len(sessions):
+        extra["judge_estimated_trials"] = len(sessions) - len(believed)
+    if setup_ms is not None:
+        extra["setup_latency_ms"] = setup_ms
+    if reference_ci95_ms is not None:
+        extra["reference_ci95_ms"] = list(reference_ci95_ms)
+    return extra
 
 
 class Evaluator(ABC):
@@ -111,8 +139,12 @@ class Evaluator(ABC):
                 raise ValueError(f"the reference does not keep to its definition: {mismatch[1]}")
             outputs.append(trial_outputs)
             written.append(written_inputs(ctx.input_names, trial_inputs, call_inputs))
-        latency = measure_reference_latency_ms(reference, ctx, inputs) if profile else None
-        return Baseline(inputs=inputs, outputs=outputs, mean_latency_ms=latency, reference=reference, written=written)
+        baseline = Baseline(inputs=inputs, outputs=outputs, reference=reference, written=written)
+        if profile:
+            baseline.mean_latency_ms, samples = time_reference(reference, ctx, inputs)
+            stats = summarize(samples)
+            baseline.reference_ci95_ms = (stats.ci95_low_ms, stats.ci95_high_ms)
+        return baseline
 
     @classmethod
     def check_correctness(cls, ctx: EvaluationContext, solution: SolutionHandle, baseline: Baseline) -> CorrectnessResult:
@@ -189,11 +221,12 @@ class Evaluator(ABC):
                 raise TimedOutputsMismatch(failure)
             sessions.append(schedule.latency(claim, floor))
         latency = fmean(s.latency_ms for s in sessions)
-        setups = [s.setup_ms for s in sessions]
+        setups = [s.setup_ms for s in sessions if s.setup_ms is not None]
+        setup = fmean(setups) if len(setups) == len(sessions) else None
         # Upstream's convention when the reference was not timed: 0.0 for both (its models reject NaN).
         reference = baseline.mean_latency_ms if baseline.mean_latency_ms is not None else 0.0
         speedup = reference / latency if latency > 0 and reference > 0 else 0.0
+        extra = timing_extra(sessions, cfg, setup, baseline.reference_ci95_ms)
         return PerformanceResult(Performance(latency_ms=latency, reference_latency_ms=reference,
-                                             speedup_factor=speedup),
-                                 [note for s in sessions for note in s.notes],
-                                 fmean(setups) if None not in setups else None)
+                                             speedup_factor=speedup, extra=extra),
+                                 [note for s in sessions for note in s.notes], setup)

@@ -231,11 +231,11 @@ class TimedSchedule:
         elif claimed_work < PLAUSIBLE_FRACTION * in_wall - HOST_ALLOWANCE_MS - margin:
             why = "far less than the work in a call"
         else:
-            return SessionLatency(claimed, setup, [])
+            return SessionLatency(claimed, setup, [], list(samples), claim.method)
         with_setup = f" and {setup:.4f} ms of setup" if setup is not None else ""
         return SessionLatency(estimate, None, [
             f"timing: the solution's process claimed {claimed:.4f} ms per call{with_setup}, {why}; {clocked}; "
-            f"recorded the judge's ({claim.method} claim not believed)"])
+            f"recorded the judge's ({claim.method} claim not believed)"], [], claim.method)
 
 
 @dataclass(frozen=True)
@@ -248,6 +248,9 @@ class SessionLatency:
     """The median time of the solution's setup before a call (docs/solutions.md), as claimed; None without a
     setup, or when the claim was not believed (the estimate then covers the setup too)."""
     notes: list[str]
+    #: The claimed samples, when the claim was believed (empty otherwise), and the method that took them.
+    samples_ms: list[float]
+    method: str
 
 
 def calibrate(ctx: EvaluationContext, noop: SolutionHandle) -> ClockFloor:

@@ -1,0 +1,226 @@
+"""What the Ray runner costs over the plain runner on the same devices, and how both scale with devices.
+
+Builds a synthetic trace set (harness_overhead.py's elementwise definition: torch and triton solutions, over
+--workloads workloads; 6 x 40 = 240 evaluations by default), warms the build cache, then evaluates it
+--repeats times with each runner, alternating:
+- plain: the persistent runner on --devices devices of this machine (its first GPUs, else the CPU that many times);
+- ray: a local Ray cluster started here on 127.0.0.1 (nothing leaves the machine) with the same devices: one node
+  holding --devices GPUs, or without a GPU --devices nodes of one CPU each; pass --ray-address to use a running
+  cluster instead.
+Each run reports its start-up (runner created until every device is ready: judge up, first worker forked) apart
+from its evaluations. Verdicts must be the same in every run (statuses per evaluation), else exit status 1.
+Prints a table last.
+
+``--driver N`` measures instead what a run's driver does per verdict, alone (docs/scaling.md): N verdicts of a
+runner that answers every item at once, written as the CLI writes them (traces appended and fsynced, a progress
+line each); and N verdicts received from Ray, an actor streaming them as device hosts do.
+
+    python benchmarks/ray_overhead.py [--devices 1] [--solutions 6] [--workloads 40] [--repeats 2]
+        [--iterations N --warmup-runs N --num-trials N] [--ray-address HOST:PORT]
+    python benchmarks/ray_overhead.py --driver 10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import harness_overhead  # noqa: E402
+
+#: Workload sizes cycle through these (elements), so that many workloads stay small.
+SIZES = [4096 * 2 ** i for i in range(8)]
+
+
+def build(root: Path, n_solutions: int, n_workloads: int) -> Path:
+    harness_overhead.make_trace_set(root, n_solutions, 1, with_crash=False)
+    lines = [json.dumps({"definition": "scale_add", "solution": None, "evaluation": None,
+                         "workload": {"uuid": f"w{i}-n{SIZES[i % len(SIZES)]}", "axes": {"n": SIZES[i % len(SIZES)]},
+                                      "inputs": {}}})
+             for i in range(n_workloads)]
+    (root / "workloads" / "scale_add.jsonl").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def local_devices(count: int) -> list[str]:
+    from flashinfer_bench.bench.runner import available_devices
+
+    devices = available_devices()
+    if devices[0] == "cpu":
+        return ["cpu"] * count
+    if len(devices) < count:
+        raise SystemExit(f"--devices {count}: this machine has {len(devices)} GPU(s)")
+    return devices[:count]
+
+
+def start_cluster(devices: list[str]):
+    """A local cluster on 127.0.0.1 with ``devices``: one node with the GPUs, or a node of one CPU per device."""
+    os.environ.update({"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token",
+                       "RAY_AUTH_TOKEN": secrets.token_hex(16)})  # before ray is imported: it reads them then
+    from ray.cluster_utils import Cluster
+
+    node = {"node_ip_address": "127.0.0.1"}
+    if devices[0] == "cpu":
+        cluster = Cluster(initialize_head=True, head_node_args={**node, "num_cpus": 1, "include_dashboard": False})
+        for _ in devices[1:]:
+            cluster.add_node(**node, num_cpus=1)
+    else:
+        cluster = Cluster(initialize_head=True, head_node_args={**node, "num_cpus": 2 * len(devices),
+                                                                "num_gpus": len(devices), "include_dashboard": False})
+    return cluster
+
+
+def evaluate(kind: str, root: Path, config, devices: list[str], address: str | None) -> dict:
+    """One run: start-up (until every device is ready) apart from the evaluations."""
+    import ray
+
+    from flashinfer_bench.bench import Benchmark
+    from flashinfer_bench.bench.runner import persistent_runner
+    from flashinfer_bench.bench.runner.ray import RayRunner
+    from flashinfer_bench.data import TraceSet
+
+    trace_set = TraceSet.from_path(root)
+    started = time.perf_counter()
+    if kind == "plain":
+        runner = persistent_runner(devices, timeout_seconds=config.timeout_seconds)
+        for slot in runner.slots:
+            slot.environment()
+    else:
+        runner = RayRunner(address, timeout_seconds=config.timeout_seconds, announce=lambda line: None)
+        ray.get([host.actor.ready.remote() for host in runner.hosts])
+    ready = time.perf_counter()
+    result = Benchmark(trace_set, config, runner_factory=lambda c: runner).run_all(save_results=False)
+    done = time.perf_counter()
+    traces = [t for ts in result.traces.values() for t in ts]
+    return {"runner": kind, "devices": len(devices), "evaluations": len(traces), "startup_s": ready - started,
+            "evaluating_s": done - ready,
+            "statuses": {(t.solution, t.workload.uuid): t.evaluation.status.value for t in traces}}
+
+
+def driver_rates(verdicts: int) -> None:
+    import io
+
+    from rich.console import Console
+
+    from flashinfer_bench.bench import Benchmark, BenchmarkConfig
+    from flashinfer_bench.bench.benchmark import parent_environment
+    from flashinfer_bench.bench.runner.base import Runner, Verdict
+    from flashinfer_bench.bench.runner.protocol import WorkOutcome
+    from flashinfer_bench.bench.runner.ray.protocol import ItemReport
+    from flashinfer_bench.cli.report import TerminalProgress
+    from flashinfer_bench.data import Correctness, EvaluationStatus, Performance, TraceSet
+
+    passed = WorkOutcome(EvaluationStatus.PASSED, correctness=Correctness(),
+                         performance=Performance(latency_ms=1.0, reference_latency_ms=2.0, speedup_factor=2.0))
+
+    class Instant(Runner):
+        def run(self, groups, on_verdict):
+            for group in groups:
+                for item in group:
+                    on_verdict(Verdict(item, passed, parent_environment(), ""))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = build(Path(tmp) / "set", 2, verdicts // 2)
+        for save, progress in ((False, None), (True, None), (True, TerminalProgress(Console(file=io.StringIO())))):
+            trace_set = TraceSet.from_path(root)
+            resident = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            started = time.perf_counter()
+            result = Benchmark(trace_set, BenchmarkConfig.default(), runner_factory=lambda c: Instant(),
+                               progress=progress).run_all(save_results=save)
+            spent = time.perf_counter() - started
+            grown = 1024 * (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - resident)
+            kept = f"; {grown / verdicts:,.0f} bytes of resident memory per trace kept" if not save else ""
+            print(f"driver, save_results={save}, progress lines={progress is not None}: {verdicts / spent:,.0f} "
+                  f"verdicts/s ({1e6 * spent / verdicts:.0f} us each){kept}")
+            del result
+
+    cluster = start_cluster(["cpu"])
+    import ray  # after start_cluster: ray reads its settings when imported
+
+    try:
+        ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
+
+        @ray.remote(num_cpus=1)
+        class Streamer:
+            def stream(self, count):
+                environment = {"hardware": "cpu", "libs": {"torch": "2", "python": "3", "flashinfer_bench": "0"}}
+                for index in range(count):
+                    yield ItemReport(index, passed, environment, "x" * 500, 1.0, "full isolation: ...")
+
+        streamer = Streamer.remote()
+        ray.get(streamer.__ray_ready__.remote())
+        started = time.perf_counter()
+        for ref in streamer.stream.options(num_returns="streaming").remote(verdicts):
+            ray.get(ref)
+        spent = time.perf_counter() - started
+        print(f"ray, one actor streaming ItemReports to the driver: {verdicts / spent:,.0f} reports/s "
+              f"({1e6 * spent / verdicts:.0f} us each)")
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--devices", type=int, default=1)
+    parser.add_argument("--solutions", type=int, default=6, help="of torch_dps, torch_value and 4 triton ones")
+    parser.add_argument("--workloads", type=int, default=40)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--iterations", type=int)
+    parser.add_argument("--warmup-runs", type=int)
+    parser.add_argument("--num-trials", type=int)
+    parser.add_argument("--ray-address", help="a running cluster with these devices (default: start one here)")
+    parser.add_argument("--driver", type=int, metavar="N", help="measure the driver's cost per verdict instead")
+    opts = parser.parse_args()
+    if opts.driver:
+        driver_rates(opts.driver)
+        return 0
+    from flashinfer_bench.bench.runner.server import start_worker_server
+
+    start_worker_server()
+    from flashinfer_bench.bench import BenchmarkConfig
+
+    config = BenchmarkConfig.default(iterations=opts.iterations, warmup_runs=opts.warmup_runs,
+                                     num_trials=opts.num_trials)
+    devices = local_devices(opts.devices)
+    cluster = None if opts.ray_address else start_cluster(devices)
+    address = opts.ray_address or cluster.address
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            warm = build(Path(tmp) / "warm", opts.solutions, len(SIZES))
+            evaluate("plain", warm, config, devices[:1], address)  # builds every solution into the cache
+            root = build(Path(tmp) / "set", opts.solutions, opts.workloads)
+            for _ in range(opts.repeats):
+                for kind in ("plain", "ray"):
+                    rows.append(evaluate(kind, root, config, devices, address))
+                    print(f"{kind}: {rows[-1]['evaluating_s']:.1f} s", file=sys.stderr, flush=True)
+    finally:
+        if cluster is not None:
+            cluster.shutdown()
+    same = all(row["statuses"] == rows[0]["statuses"] for row in rows)
+    print(f"{'runner':8}{'devices':>8}{'evaluations':>12}{'start-up s':>11}{'evaluating s':>13}{'ms/evaluation':>14}"
+          f"  statuses")
+    for row in rows:
+        counts: dict[str, int] = {}
+        for status in row["statuses"].values():
+            counts[status] = counts.get(status, 0) + 1
+        print(f"{row['runner']:8}{row['devices']:>8}{row['evaluations']:>12}{row['startup_s']:>11.1f}"
+              f"{row['evaluating_s']:>13.1f}{1000 * row['evaluating_s'] / row['evaluations']:>14.1f}  {counts}")
+    plain = statistics.median(row["evaluating_s"] for row in rows if row["runner"] == "plain")
+    ray = statistics.median(row["evaluating_s"] for row in rows if row["runner"] == "ray")
+    print(f"ray over plain, evaluating (medians): {ray / plain:.3f}x ({ray - plain:+.1f} s); "
+          f"verdicts {'the same' if same else 'DIFFER'} in every run")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,506 @@
+// Renders the report from the JSON in #fib-data: tables with the DOM, plots as inline SVG. Text from the traces
+// (names, logs) only ever goes through textContent or attribute values, never through innerHTML.
+(function () {
+  "use strict";
+  var SVG_NS = "http://www.w3.org/2000/svg";
+  var PALETTE = ["#2f6db3", "#e07b22", "#2c9f5a", "#c2423b", "#7d5ab5", "#8c5a44", "#d46aa8", "#6f7a86",
+                 "#a8a23a", "#1fa4b5"];
+  var STATUS_COLORS = {
+    PASSED: "#2c9f5a", INCORRECT_NUMERICAL: "#f0a030", INCORRECT_SHAPE: "#e0702a", INCORRECT_DTYPE: "#c9561f",
+    RUNTIME_ERROR: "#c2423b", COMPILE_ERROR: "#7d5ab5", TIMEOUT: "#6f7a86"
+  };
+  var VERDICT_COLORS = { FASTER: "#1a9850", SLOWER: "#d73027", SAME: "#8c96a0" };
+  var W = 640, H = 300, M = { left: 64, right: 16, top: 12, bottom: 46 };
+
+  // ------------------------------------------------------------------------------------------------ DOM helpers
+  function h(tag, attrs, text, parent) {
+    var node = document.createElement(tag);
+    for (var key in attrs || {}) node.setAttribute(key, attrs[key]);
+    if (text !== undefined && text !== null) node.textContent = text;
+    if (parent) parent.appendChild(node);
+    return node;
+  }
+  function s(tag, attrs, parent) {
+    var node = document.createElementNS(SVG_NS, tag);
+    for (var key in attrs || {}) node.setAttribute(key, attrs[key]);
+    if (parent) parent.appendChild(node);
+    return node;
+  }
+  function titled(node, text) { s("title", {}, node).textContent = text; return node; }
+
+  // ------------------------------------------------------------------------------------------------ formatting
+  function num(v) {
+    if (v === null || v === undefined) return "-";
+    if (Math.abs(v) >= 1000) return v.toFixed(0);
+    return String(parseFloat(v.toPrecision(3)));
+  }
+  function ms(v) { return v === null || v === undefined ? "-" : String(parseFloat(v.toPrecision(4))); }
+  function times(v) { return v === null || v === undefined ? "-" : v.toFixed(2) + "\u00d7"; }
+  function pct(v) { return v === null || v === undefined ? "-" : (100 * v).toFixed(0) + "%"; }
+  function interval(ci, fmt) { return ci ? " [" + fmt(ci[0]) + ", " + fmt(ci[1]) + "]" : ""; }
+  function count(n, noun) { return n + " " + noun + (n === 1 ? "" : "s"); }
+  function axesText(axes) {
+    return Object.keys(axes).map(function (k) { return k + "=" + axes[k]; }).join(", ") || "(no axes)";
+  }
+
+  // ---------------------------------------------------------------------------------------------------- scales
+  function niceTicks(lo, hi, count) {
+    var span = hi - lo;
+    if (!(span > 0)) return [lo];
+    var step = Math.pow(10, Math.floor(Math.log10(span / count)));
+    var err = span / count / step;
+    step *= err >= 5 ? 10 : err >= 2 ? 5 : err >= 1.4 ? 2 : 1;
+    var ticks = [];
+    for (var t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) ticks.push(parseFloat(t.toPrecision(12)));
+    return ticks;
+  }
+  function linear(lo, hi, r0, r1) {
+    if (hi === lo) { lo -= 1; hi += 1; }
+    var f = function (v) { return r0 + (v - lo) / (hi - lo) * (r1 - r0); };
+    f.ticks = function () { return niceTicks(lo, hi, 5); };
+    return f;
+  }
+  function logScale(lo, hi, r0, r1, base) {
+    if (hi <= lo) { lo /= 2; hi *= 2; }
+    var a = Math.log(lo), b = Math.log(hi);
+    var f = function (v) { return r0 + (Math.log(v) - a) / (b - a) * (r1 - r0); };
+    f.ticks = function () {
+      var ticks = [];
+      if (base === 2) {
+        for (var e = Math.ceil(Math.log2(lo)); e <= Math.floor(Math.log2(hi)); e++) ticks.push(Math.pow(2, e));
+        return ticks;
+      }
+      var decades = Math.log10(hi) - Math.log10(lo);
+      var steps = decades > 2.5 ? [1] : decades > 1 ? [1, 2, 5] : [1, 1.5, 2, 3, 5, 7];
+      for (var d = Math.floor(Math.log10(lo)); d <= Math.ceil(Math.log10(hi)); d++) {
+        steps.forEach(function (m) {
+          var t = m * Math.pow(10, d);
+          if (t >= lo && t <= hi) ticks.push(parseFloat(t.toPrecision(6)));
+        });
+      }
+      return ticks.length >= 2 ? ticks : niceTicks(lo, hi, 4);
+    };
+    return f;
+  }
+  function logDomain(values, include) {
+    var positive = values.filter(function (v) { return v > 0 && isFinite(v); }).concat(include || []);
+    var lo = Math.min.apply(null, positive), hi = Math.max.apply(null, positive);
+    return [lo / 1.15, hi * 1.15];
+  }
+
+  // ----------------------------------------------------------------------------------------------------- plots
+  function figure(parent, id, title, subtitle) {
+    var fig = h("figure", { "class": "plot", "data-plot": id }, null, parent);
+    var caption = h("figcaption", {}, title, fig);
+    if (subtitle) h("span", {}, subtitle, caption);
+    return fig;
+  }
+  function legend(parent, entries) {
+    var box = h("div", { "class": "legend" }, null, parent);
+    entries.forEach(function (e) {
+      var item = h("span", {}, null, box);
+      var swatch = h("i", e.dashed ? { "class": "dash" } : { style: "background:" + e.color }, null, item);
+      if (e.dashed) swatch.style.borderTopColor = e.color;
+      item.appendChild(document.createTextNode(e.name));
+    });
+  }
+  function frame(fig, height) {
+    return s("svg", { viewBox: "0 0 " + W + " " + (height || H), role: "img" }, fig);
+  }
+  function yAxis(svg, scale, label, fmt, height) {
+    var g = s("g", { "class": "axis" }, svg);
+    var grid = s("g", { "class": "grid" }, svg);
+    scale.ticks().forEach(function (t) {
+      var y = scale(t);
+      s("line", { x1: M.left, x2: W - M.right, y1: y, y2: y }, grid);
+      s("text", { x: M.left - 6, y: y + 4, "text-anchor": "end" }, g).textContent = fmt(t);
+    });
+    s("line", { x1: M.left, x2: M.left, y1: M.top, y2: (height || H) - M.bottom }, g);
+    var yMid = (M.top + (height || H) - M.bottom) / 2;
+    s("text", { "class": "label", x: 14, y: yMid, transform: "rotate(-90 14 " + yMid + ")", "text-anchor": "middle" },
+      svg).textContent = label;
+  }
+  function xAxisNumeric(svg, scale, label, fmt) {
+    var g = s("g", { "class": "axis" }, svg);
+    var y0 = H - M.bottom;
+    s("line", { x1: M.left, x2: W - M.right, y1: y0, y2: y0 }, g);
+    scale.ticks().forEach(function (t) {
+      var x = scale(t);
+      s("line", { x1: x, x2: x, y1: y0, y2: y0 + 4 }, g);
+      s("text", { x: x, y: y0 + 16, "text-anchor": "middle" }, g).textContent = fmt(t);
+    });
+    s("text", { "class": "label", x: (M.left + W - M.right) / 2, y: H - 8, "text-anchor": "middle" }, svg).textContent = label;
+  }
+  function xAxisBand(svg, xs, labels, titles, label) {
+    var g = s("g", { "class": "axis" }, svg);
+    var y0 = H - M.bottom;
+    s("line", { x1: M.left, x2: W - M.right, y1: y0, y2: y0 }, g);
+    var every = Math.max(1, Math.ceil(labels.length / 32));
+    labels.forEach(function (text, i) {
+      if (i % every) return;
+      var x = xs(i);
+      s("line", { x1: x, x2: x, y1: y0, y2: y0 + 4 }, g);
+      var t = s("text", { x: x, y: y0 + 14, "text-anchor": "end", transform: "rotate(-35 " + x + " " + (y0 + 14) + ")" }, g);
+      t.textContent = text;
+      titled(t, titles[i]);
+    });
+    s("text", { "class": "label", x: (M.left + W - M.right) / 2, y: H - 4, "text-anchor": "middle" }, svg).textContent = label;
+  }
+
+  // x positions of a definition's workloads: one var axis (numeric) or every workload in order (band).
+  function xLayout(def, axis) {
+    var n = def.workloads.length;
+    if (axis) {
+      var values = def.workloads.map(function (w) { return w.axes[axis]; });
+      var lo = Math.min.apply(null, values), hi = Math.max.apply(null, values);
+      var useLog = lo > 0 && hi / lo >= 16;
+      var scale = useLog ? logScale(lo, hi, M.left + 12, W - M.right - 12, 2) : linear(lo, hi, M.left + 12, W - M.right - 12);
+      var distinct = new Set(values).size === n;
+      return { x: function (w) { return scale(values[w]); }, order: function (w) { return values[w]; },
+               connect: distinct, draw: function (svg) { xAxisNumeric(svg, scale, axis + (useLog ? " (log scale)" : ""), num); },
+               jitter: 0 };
+    }
+    var band = (W - M.left - M.right) / Math.max(n, 1);
+    var xs = function (i) { return M.left + band * (i + 0.5); };
+    var varAxes = def.var_axes;
+    var labels = def.workloads.map(function (w, i) {
+      return varAxes.length && varAxes.length <= 3 ? varAxes.map(function (a) { return w.axes[a]; }).join("\u00b7") : "#" + (i + 1);
+    });
+    var titles = def.workloads.map(function (w) { return axesText(w.axes) + " (" + w.uuid + ")"; });
+    var name = varAxes.length && varAxes.length <= 3 ? "workload (" + varAxes.join("\u00b7") + ")" : "workload";
+    return { x: xs, order: function (w) { return w; }, connect: true, jitter: Math.min(band / 3, 10),
+             draw: function (svg) { xAxisBand(svg, xs, labels, titles, name); } };
+  }
+
+  // Points with vertical intervals, one series each; y on a log scale.
+  function seriesPlot(fig, layout, series, yLabel, refLine) {
+    var values = [];
+    series.forEach(function (se) {
+      se.points.forEach(function (p) { values.push(p.y); if (p.ci) { values.push(p.ci[0], p.ci[1]); } });
+    });
+    var domain = logDomain(values, refLine ? [refLine] : []);
+    var y = logScale(domain[0], domain[1], H - M.bottom, M.top, 10);
+    var svg = frame(fig);
+    yAxis(svg, y, yLabel, num);
+    layout.draw(svg);
+    if (refLine) {
+      s("line", { x1: M.left, x2: W - M.right, y1: y(refLine), y2: y(refLine), stroke: "#555", "stroke-dasharray": "4 3" }, svg);
+    }
+    series.forEach(function (se, k) {
+      var shift = layout.jitter * (k - (series.length - 1) / 2) / Math.max(series.length, 1);
+      var points = se.points.slice().sort(function (a, b) { return layout.order(a.w) - layout.order(b.w); });
+      var g = s("g", {}, svg);
+      if (layout.connect && points.length > 1) {
+        var d = points.map(function (p, i) { return (i ? "L" : "M") + (layout.x(p.w) + shift).toFixed(1) + " " + y(p.y).toFixed(1); });
+        s("path", { d: d.join(" "), fill: "none", stroke: se.color, "stroke-width": 1.6,
+                    "stroke-dasharray": se.dashed ? "5 4" : "none", opacity: 0.85 }, g);
+      }
+      points.forEach(function (p) {
+        var cx = layout.x(p.w) + shift;
+        if (p.ci) {
+          s("line", { x1: cx, x2: cx, y1: y(p.ci[0]), y2: y(p.ci[1]), stroke: p.color || se.color, "stroke-width": 1.4 }, g);
+        }
+        titled(s("circle", { "class": "mark", cx: cx, cy: y(p.y), r: 3.4, fill: p.color || se.color,
+                             stroke: "#fff", "stroke-width": 0.8 }, g), p.title);
+      });
+    });
+  }
+
+  // Step curves from exact breakpoints [[p, share], ...], share held until the next point.
+  function stepPlot(fig, curves, pMax, xLabel, yLabel) {
+    var svg = frame(fig);
+    var x = linear(0, pMax, M.left, W - M.right);
+    var y = linear(0, 1, H - M.bottom, M.top);
+    yAxis(svg, y, yLabel, pct);
+    xAxisNumeric(svg, x, xLabel, num);
+    curves.forEach(function (c) {
+      var d = "M" + x(c.points[0][0]).toFixed(1) + " " + y(c.points[0][1]).toFixed(1);
+      for (var i = 1; i < c.points.length; i++) {
+        d += " H" + x(c.points[i][0]).toFixed(1) + " V" + y(c.points[i][1]).toFixed(1);
+      }
+      titled(s("path", { "class": "mark", d: d, fill: "none", stroke: c.color, "stroke-width": 2, opacity: 0.9 }, svg),
+             c.name);
+    });
+  }
+
+  function statusGrid(fig, def) {
+    var n = def.workloads.length, rows = def.solutions.length;
+    var labelWidth = 170, cell = Math.max(2, Math.min(40, (W - labelWidth - 10) / Math.max(n, 1)));
+    var height = rows * 18 + 14;
+    var svg = s("svg", { viewBox: "0 0 " + W + " " + height, role: "img" }, fig);
+    def.solutions.forEach(function (sol, r) {
+      var name = sol.name.length > 26 ? sol.name.slice(0, 25) + "\u2026" : sol.name;
+      titled(s("text", { "class": "label", x: labelWidth - 8, y: r * 18 + 13, "text-anchor": "end" }, svg), sol.name)
+        .appendChild(document.createTextNode(name));
+      sol.points.forEach(function (p) {
+        var w = def.workloads[p.w];
+        var text = sol.name + " \u00b7 " + axesText(w.axes) + "\n" + p.status +
+          (p.ms !== null ? " \u00b7 " + ms(p.ms) + " ms" : "") + (p.log ? "\n" + p.log : "");
+        titled(s("rect", { "class": "mark", x: labelWidth + p.w * cell, y: r * 18 + 2, width: Math.max(cell - 1, 1),
+                           height: 15, fill: STATUS_COLORS[p.status] || "#333" }, svg), text);
+      });
+    });
+  }
+
+  // ----------------------------------------------------------------------------------------------------- tables
+  function table(parent, columns, rows) {
+    var wrap = h("div", { "class": "scroll" }, null, parent);
+    var t = h("table", {}, null, wrap);
+    var head = h("tr", {}, null, h("thead", {}, null, t));
+    columns.forEach(function (c, i) { h("th", i === 0 || c.name ? { "class": "name" } : {}, c.title, head); });
+    var body = h("tbody", {}, null, t);
+    rows.forEach(function (row) {
+      var tr = h("tr", {}, null, body);
+      columns.forEach(function (c, i) {
+        var cell = row[c.key];
+        var attrs = i === 0 || c.name ? { "class": c.wrap ? "name wrap" : "name" } : {};
+        if (cell && typeof cell === "object") {
+          if (cell.cls) attrs["class"] = (attrs["class"] ? attrs["class"] + " " : "") + cell.cls;
+          var td = h("td", attrs, cell.text, tr);
+          if (cell.title) td.setAttribute("title", cell.title);
+        } else {
+          h("td", attrs, cell, tr);
+        }
+      });
+    });
+  }
+  var STAT_COLUMNS = [
+    { key: "evaluations", title: "evaluations" }, { key: "passed", title: "passed" },
+    { key: "success", title: "success" }, { key: "mean", title: "mean speed-up" },
+    { key: "geomean", title: "geomean speed-up" }, { key: "fast1", title: "fast_1" },
+    { key: "fast2", title: "fast_2" }, { key: "win", title: "win rate" }
+  ];
+  function statCells(st) {
+    return { evaluations: String(st.evaluations), passed: String(st.passed), success: pct(st.success_rate),
+             mean: times(st.mean_speedup), geomean: times(st.geomean_speedup), fast1: pct(st.fast_1),
+             fast2: pct(st.fast_2), win: pct(st.win_rate) };
+  }
+
+  // ---------------------------------------------------------------------------------------------------- sections
+  function header(data) {
+    var head = h("header", {});
+    document.body.insertBefore(head, document.body.firstChild);
+    h("h1", {}, data.title, head);
+    var meta = "results from " + data.source + (data.baseline ? ", compared with " + data.baseline : "") +
+      " \u00b7 generated " + data.generated + " by flashinfer-bench " + data.tool_version;
+    h("div", { "class": "meta" }, meta, head);
+    var counts = h("div", { "class": "counts" }, null, head);
+    var c = data.counts;
+    [count(c.definitions, "definition"), count(c.solutions, "solution"), count(c.authors, "author"),
+     count(c.evaluations, "evaluation"), c.passed + " passed"].forEach(function (t) { h("span", {}, t, counts); });
+  }
+
+  function environmentSection(main, data) {
+    var card = h("section", { "class": "card", id: "environment" }, null, main);
+    h("h2", {}, "Environment", card);
+    if (!data.environments.length) { h("p", { "class": "note" }, "No evaluations.", card); return; }
+    h("p", { "class": "note" }, "Where and how the evaluations ran. Timing methods and settings are those recorded " +
+      "with the PASSED evaluations' latencies (older traces do not record them).", card);
+    table(card, [{ key: "hardware", title: "device" }, { key: "evaluations", title: "evaluations" },
+                 { key: "libs", title: "versions", name: true, wrap: true },
+                 { key: "methods", title: "timing method", name: true },
+                 { key: "settings", title: "settings", name: true, wrap: true }],
+      data.environments.map(function (e) {
+        return {
+          hardware: e.hardware, evaluations: String(e.evaluations),
+          libs: Object.keys(e.libs).map(function (k) { return k + " " + e.libs[k]; }).join(", "),
+          methods: Object.keys(e.timing_methods).map(function (k) { return k + " (" + e.timing_methods[k] + ")"; }).join(", ") || "-",
+          settings: e.settings.map(function (st) {
+            return Object.keys(st).map(function (k) { return k + "=" + JSON.stringify(st[k]); }).join(" ");
+          }).join("; ") || "not recorded"
+        };
+      }));
+  }
+
+  function authorsSection(main, data) {
+    var card = h("section", { "class": "card", id: "authors" }, null, main);
+    h("h2", {}, "Authors", card);
+    h("p", { "class": "note" }, "fast_p: the share of an author's evaluations that passed and were at least p times " +
+      "faster than the reference. win@p: the share of the workloads it was evaluated on where its best correct " +
+      "solution was within 1/p of the fastest correct solution of any author (win@1: the fastest).", card);
+    table(card, [{ key: "name", title: "author" }].concat(STAT_COLUMNS), data.authors.map(function (a) {
+      var row = statCells(a.stats); row.name = a.name; return row;
+    }));
+    var plots = h("div", { "class": "plots" }, null, card);
+    var colored = data.authors.map(function (a, i) { return { name: a.name, color: PALETTE[i % PALETTE.length], a: a }; });
+    var withFast = colored.filter(function (c) { return c.a.fast_p.length; });
+    if (withFast.length) {
+      var f = figure(plots, "authors:fast_p", "fast_p per author", "p from 0 to 10");
+      legend(f, withFast);
+      stepPlot(f, withFast.map(function (c) { return { name: c.name, color: c.color, points: c.a.fast_p }; }),
+               10, "p (speed-up over the reference)", "evaluations");
+    }
+    var withWin = colored.filter(function (c) { return c.a.win_p.length; });
+    if (withWin.length) {
+      var g = figure(plots, "authors:win_p", "win@p per author", "p from 0 to 1");
+      legend(g, withWin);
+      stepPlot(g, withWin.map(function (c) { return { name: c.name, color: c.color, points: c.a.win_p }; }),
+               1, "p (fastest latency / own latency)", "workloads");
+    }
+  }
+
+  function definitionSection(main, def, index) {
+    var card = h("section", { "class": "card", id: "def-" + index }, null, main);
+    var title = h("h2", {}, def.name, card);
+    h("small", {}, (def.op_type ? def.op_type + " \u00b7 " : "") + def.workloads.length + " workloads \u00b7 " +
+      def.solutions.length + " solutions", title);
+    table(card, [{ key: "name", title: "solution" }, { key: "author", title: "author", name: true }].concat(STAT_COLUMNS),
+      def.solutions.map(function (sol) { var row = statCells(sol.stats); row.name = sol.name; row.author = sol.author; return row; }));
+    var colors = {};
+    def.solutions.forEach(function (sol, i) { colors[sol.name] = PALETTE[i % PALETTE.length]; });
+
+    var controls = h("div", { "class": "controls" }, "x axis: ", card);
+    var select = h("select", {}, null, controls);
+    h("option", { value: "" }, "every workload, in order", select);
+    def.var_axes.forEach(function (a) { h("option", { value: a }, a, select); });
+    select.value = def.var_axes.length === 1 ? def.var_axes[0] : "";
+    var plots = h("div", { "class": "plots" }, null, card);
+    var byAxis = h("div", { style: "display:contents" }, null, plots);
+    function drawAxisPlots() {
+      byAxis.textContent = "";
+      axisPlots(byAxis, def, xLayout(def, select.value), colors);
+    }
+    select.addEventListener("change", drawAxisPlots);
+    drawAxisPlots();
+
+    var status = figure(plots, "status:" + def.name, "status of every evaluation", "rows: solutions; columns: workloads");
+    var seen = {};
+    def.solutions.forEach(function (sol) { sol.points.forEach(function (p) { seen[p.status] = true; }); });
+    legend(status, Object.keys(STATUS_COLORS).filter(function (k) { return seen[k]; })
+      .map(function (k) { return { name: k, color: STATUS_COLORS[k] }; }));
+    statusGrid(status, def);
+
+    var withFast = def.solutions.filter(function (sol) { return sol.fast_p.length; });
+    if (withFast.length) {
+      var f = figure(plots, "fast_p:" + def.name, "fast_p per solution", "p from 0 to 10");
+      legend(f, withFast.map(function (sol) { return { name: sol.name, color: colors[sol.name] }; }));
+      stepPlot(f, withFast.map(function (sol) { return { name: sol.name, color: colors[sol.name], points: sol.fast_p }; }),
+               10, "p (speed-up over the reference)", "evaluations");
+    }
+    if (def.comparison) comparisonBlock(card, def);
+  }
+
+  function axisPlots(parent, def, layout, colors) {
+    var latency = def.solutions.map(function (sol) {
+      return { name: sol.name, color: colors[sol.name], points: sol.points.filter(function (p) { return p.ms !== null; })
+        .map(function (p) {
+          return { w: p.w, y: p.ms, ci: p.ci, title: sol.name + " \u00b7 " + axesText(def.workloads[p.w].axes) + "\n" +
+            ms(p.ms) + " ms" + interval(p.ci, ms) + (p.method ? " \u00b7 " + p.method : "") };
+        }) };
+    }).filter(function (se) { return se.points.length; });
+    if (latency.length) {
+      var reference = { name: "reference", color: "#444", dashed: true, points: def.reference.map(function (r) {
+        return { w: r.w, y: r.ms, ci: r.ci, title: "reference \u00b7 " + axesText(def.workloads[r.w].axes) + "\n" +
+          ms(r.ms) + " ms" + interval(r.ci, ms) };
+      }) };
+      var all = reference.points.length ? latency.concat([reference]) : latency;
+      var f = figure(parent, "latency:" + def.name, "latency", "PASSED evaluations, with their 95% intervals where recorded");
+      legend(f, all);
+      seriesPlot(f, layout, all, "latency (ms, log scale)");
+    }
+    var speedup = def.solutions.map(function (sol) {
+      return { name: sol.name, color: colors[sol.name], points: sol.points.filter(function (p) { return p.sp !== null; })
+        .map(function (p) {
+          return { w: p.w, y: p.sp, ci: p.sp_ci, title: sol.name + " \u00b7 " + axesText(def.workloads[p.w].axes) + "\n" +
+            times(p.sp) + interval(p.sp_ci, times) };
+        }) };
+    }).filter(function (se) { return se.points.length; });
+    if (speedup.length) {
+      var g = figure(parent, "speedup:" + def.name, "speed-up over the reference", "dashed: 1\u00d7");
+      legend(g, speedup);
+      seriesPlot(g, layout, speedup, "speed-up (log scale)", 1);
+    }
+    var cmp = def.comparison;
+    var timed = cmp ? cmp.matches.filter(function (m) { return m.ratio !== null; }) : [];
+    if (timed.length) {
+      var c = figure(parent, "compare:" + def.name, "candidate / baseline latency",
+                     "bars: the noise band; a bar across the dashed line is SAME");
+      legend(c, ["FASTER", "SAME", "SLOWER"].map(function (v) { return { name: v, color: VERDICT_COLORS[v] }; }));
+      var bySolution = {};
+      timed.forEach(function (m) {
+        (bySolution[m.solution] = bySolution[m.solution] || []).push({
+          w: m.w, y: m.ratio, ci: [m.ratio / (1 + m.threshold), m.ratio * (1 + m.threshold)], color: VERDICT_COLORS[m.verdict],
+          title: m.solution + " \u00b7 " + axesText(def.workloads[m.w].axes) + "\n" + ms(m.base_ms) + " \u2192 " +
+            ms(m.cand_ms) + " ms (" + times(m.ratio) + ", noise \u00b1" + pct(m.threshold) +
+            (m.assumed ? " assumed" : "") + "): " + m.verdict
+        });
+      });
+      seriesPlot(c, layout, Object.keys(bySolution).map(function (name) {
+        return { name: name, color: "#b0b8c1", points: bySolution[name] };
+      }), "ratio (log scale)", 1);
+    }
+  }
+
+  function comparisonBlock(card, def) {
+    var cmp = def.comparison;
+    var v = cmp.verdicts;
+    h("p", { "class": "note" }, "Against the baseline: geometric-mean ratio " + times(cmp.geomean_ratio) + " over " +
+      cmp.matches.filter(function (m) { return m.ratio !== null; }).length + " evaluations that passed in both runs (" +
+      (v.FASTER || 0) + " faster, " + (v.SAME || 0) + " same, " + (v.SLOWER || 0) + " slower); " +
+      cmp.status_changes + " status changes.", card);
+    table(card, [{ key: "solution", title: "solution" }, { key: "workload", title: "workload", name: true },
+                 { key: "base", title: "baseline ms" }, { key: "cand", title: "candidate ms" },
+                 { key: "ratio", title: "ratio" }, { key: "noise", title: "noise" }, { key: "verdict", title: "verdict" }],
+      cmp.matches.map(function (m) {
+        var verdict = m.verdict ? { text: m.verdict, cls: "verdict-" + m.verdict }
+          : { text: m.base_status === m.cand_status ? m.cand_status : m.base_status + " \u2192 " + m.cand_status,
+              cls: m.base_status === "PASSED" && m.cand_status !== "PASSED" ? "bad"
+                : m.cand_status === "PASSED" && m.base_status !== "PASSED" ? "good" : "" };
+        return {
+          solution: m.solution, workload: axesText(def.workloads[m.w].axes), base: ms(m.base_ms), cand: ms(m.cand_ms),
+          ratio: times(m.ratio),
+          noise: m.threshold === null ? "-" : { text: "\u00b1" + pct(m.threshold) + (m.assumed ? "*" : ""),
+                                                cls: m.assumed ? "assumed" : "",
+                                                title: m.assumed ? "a side recorded no spread: its noise is assumed" : "" },
+          verdict: verdict
+        };
+      }));
+  }
+
+  function comparisonSummary(main, data) {
+    var cmp = data.comparison;
+    var card = h("section", { "class": "card", id: "comparison" }, null, main);
+    h("h2", {}, "Compared with the baseline", card);
+    h("p", { "class": "note" }, "Evaluations matched by (definition, solution, workload): " + cmp.matched + " (" +
+      cmp.only_base + " only in the baseline, " + cmp.only_candidate + " only in the candidate). A change is called " +
+      "FASTER or SLOWER only beyond both runs' noise combined (at least " + pct(cmp.min_change) + ")." +
+      (cmp.assumed ? " " + cmp.assumed + " of them had a side without a recorded spread: its noise is assumed to be " +
+        pct(cmp.default_noise) + " (marked *)." : ""), card);
+    table(card, [{ key: "definition", title: "definition" }, { key: "geomean", title: "geomean ratio" },
+                 { key: "faster", title: "faster" }, { key: "same", title: "same" }, { key: "slower", title: "slower" },
+                 { key: "changes", title: "status changes" }],
+      data.definitions.filter(function (d) { return d.comparison; }).map(function (d) {
+        var c = d.comparison, v = c.verdicts;
+        return { definition: d.name, geomean: times(c.geomean_ratio), faster: String(v.FASTER || 0),
+                 same: String(v.SAME || 0), slower: String(v.SLOWER || 0), changes: String(c.status_changes) };
+      }));
+  }
+
+  // ---------------------------------------------------------------------------------------------------- checking
+  function selfCheck() {
+    var figures = document.querySelectorAll("figure[data-plot]");
+    var empty = [];
+    figures.forEach(function (f) { if (!f.querySelector("svg .mark")) empty.push(f.getAttribute("data-plot")); });
+    var check = document.getElementById("fib-selfcheck");
+    check.setAttribute("data-plots", String(figures.length));
+    if (empty.length) window.fibReportError("plots without data: " + empty.join(", "));
+    if (!window.fibErrors.length) check.setAttribute("data-status", "ok");
+  }
+
+  try {
+    var data = JSON.parse(document.getElementById("fib-data").textContent);
+    document.title = data.title;
+    header(data);
+    var main = document.getElementById("report");
+    var nav = h("nav", {}, "definitions: ", main);
+    data.definitions.forEach(function (d, i) { h("a", { href: "#def-" + i }, d.name, nav); });
+    if (!data.definitions.length) h("p", { "class": "note" }, "No result traces: nothing to show.", main);
+    environmentSection(main, data);
+    if (data.comparison) comparisonSummary(main, data);
+    if (data.authors.length) authorsSection(main, data);
+    data.definitions.forEach(function (d, i) { definitionSection(main, d, i); });
+    selfCheck();
+  } catch (err) {
+    window.fibReportError(err && err.stack ? err.stack : String(err));
+  }
+})();

@@ -1,0 +1,94 @@
+"""How noisy a recorded latency is: read from the optional ``performance.extra`` mapping of a trace.
+
+The keys (docs/reports.md) are ours; upstream's reader drops the mapping, and a trace without it (upstream's,
+or one written before the evaluators recorded it) gets ``None`` here, and a caller falls back to an assumed
+noise, labelled as such. A value of the wrong type or out of range is treated as absent: a report never fails
+on it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from flashinfer_bench.data import Performance
+
+#: Keys of ``performance.extra``.
+TIMING_METHOD = "timing_method"
+LATENCY_CI95 = "latency_ci95_ms"
+LATENCY_STD = "latency_std_ms"
+SAMPLES = "samples"
+TRIAL_LATENCIES = "trial_latencies_ms"
+REFERENCE_CI95 = "reference_ci95_ms"
+SETTINGS = "settings"
+
+#: The relative noise assumed for a latency recorded without its spread (both sides of a comparison).
+DEFAULT_NOISE = 0.05
+
+
+@dataclass(frozen=True)
+class Spread:
+    """What a trace says about its latency's noise; every field may be missing."""
+
+    timing_method: str | None = None
+    latency_ci95_ms: tuple[float, float] | None = None
+    latency_std_ms: float | None = None
+    samples: int | None = None
+    trial_latencies_ms: tuple[float, ...] = ()
+    reference_ci95_ms: tuple[float, float] | None = None
+    settings: Mapping[str, Any] | None = None
+
+    def relative_noise(self, latency_ms: float) -> float | None:
+        """The measured noise of ``latency_ms`` as a fraction of it: the larger of how far the 95% interval
+        reaches from it and half the range of the trials' latencies; None when neither was recorded."""
+        if latency_ms <= 0:
+            return None
+        reaches = []
+        if self.latency_ci95_ms is not None:
+            low, high = self.latency_ci95_ms
+            reaches.append(max(high - latency_ms, latency_ms - low))
+        if len(self.trial_latencies_ms) >= 2:
+            reaches.append((max(self.trial_latencies_ms) - min(self.trial_latencies_ms)) / 2)
+        return max(reaches) / latency_ms if reaches else None
+
+
+def read_spread(performance: Performance | None) -> Spread:
+    extra = performance.extra if performance is not None else None
+    if not isinstance(extra, Mapping):
+        return Spread()
+    method = extra.get(TIMING_METHOD)
+    settings = extra.get(SETTINGS)
+    trials = extra.get(TRIAL_LATENCIES)
+    trial_values = tuple(trials) if isinstance(trials, list) and all(map(_positive, trials)) else ()
+    samples = extra.get(SAMPLES)
+    return Spread(
+        timing_method=method if isinstance(method, str) and method else None,
+        latency_ci95_ms=_interval(extra.get(LATENCY_CI95)),
+        latency_std_ms=_number(extra.get(LATENCY_STD)),
+        samples=samples if isinstance(samples, int) and not isinstance(samples, bool) and samples > 0 else None,
+        trial_latencies_ms=tuple(float(v) for v in trial_values),
+        reference_ci95_ms=_interval(extra.get(REFERENCE_CI95)),
+        settings=settings if isinstance(settings, Mapping) else None,
+    )
+
+
+def _number(value: Any) -> float | None:
+    """A finite non-negative number, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
+
+
+def _positive(value: Any) -> bool:
+    number = _number(value)
+    return number is not None and number > 0
+
+
+def _interval(value: Any) -> tuple[float, float] | None:
+    """[low, high] with 0 < low <= high, else None."""
+    if not isinstance(value, list) or len(value) != 2 or not all(map(_positive, value)):
+        return None
+    low, high = float(value[0]), float(value[1])
+    return (low, high) if low <= high else None
