@@ -64,7 +64,7 @@ class Performance(_Model):
     latency_ms: float = Field(default=0.0, ge=0.0)
     reference_latency_ms: float = Field(default=0.0, ge=0.0)
     speedup_factor: float = Field(default=0.0, ge=0.0)
-    #: Ours, optional: how the latencies were measured and how noisy they were (keys in docs/reports.md).
+    #: Ours, optional: how the latencies were measured and how noisy they were (keys: data/performance_extra.py).
     #: Written only when set, so lines without it are upstream's byte for byte; upstream's reader drops it.
     extra: dict[str, Any] | None = None
 

@@ -14,15 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flashinfer_bench.data import Performance
-
-#: Keys of ``performance.extra``.
-TIMING_METHOD = "timing_method"
-LATENCY_CI95 = "latency_ci95_ms"
-LATENCY_STD = "latency_std_ms"
-SAMPLES = "samples"
-TRIAL_LATENCIES = "trial_latencies_ms"
-REFERENCE_CI95 = "reference_ci95_ms"
-SETTINGS = "settings"
+from flashinfer_bench.data import performance_extra as key
 
 #: The relative noise assumed for a latency recorded without its spread (both sides of a comparison).
 DEFAULT_NOISE = 0.05
@@ -58,18 +50,18 @@ def read_spread(performance: Performance | None) -> Spread:
     extra = performance.extra if performance is not None else None
     if not isinstance(extra, Mapping):
         return Spread()
-    method = extra.get(TIMING_METHOD)
-    settings = extra.get(SETTINGS)
-    trials = extra.get(TRIAL_LATENCIES)
+    method = extra.get(key.TIMING_METHOD)
+    settings = extra.get(key.SETTINGS)
+    trials = extra.get(key.TRIAL_LATENCIES_MS)
     trial_values = tuple(trials) if isinstance(trials, list) and all(map(_positive, trials)) else ()
-    samples = extra.get(SAMPLES)
+    samples = extra.get(key.SAMPLES)
     return Spread(
         timing_method=method if isinstance(method, str) and method else None,
-        latency_ci95_ms=_interval(extra.get(LATENCY_CI95)),
-        latency_std_ms=_number(extra.get(LATENCY_STD)),
+        latency_ci95_ms=_interval(extra.get(key.LATENCY_CI95_MS)),
+        latency_std_ms=_number(extra.get(key.LATENCY_STD_MS)),
         samples=samples if isinstance(samples, int) and not isinstance(samples, bool) and samples > 0 else None,
         trial_latencies_ms=tuple(float(v) for v in trial_values),
-        reference_ci95_ms=_interval(extra.get(REFERENCE_CI95)),
+        reference_ci95_ms=_interval(extra.get(key.REFERENCE_CI95_MS)),
         settings=settings if isinstance(settings, Mapping) else None,
     )
 

@@ -29,6 +29,7 @@ from flashinfer_bench.bench.evaluators.slot import output_layouts
 from flashinfer_bench.bench.evaluators.solution import SolutionHandle
 from flashinfer_bench.bench.evaluators.timed import SessionLatency, TimedCheck, TimedSchedule
 from flashinfer_bench.data import Correctness, Definition, EvaluationStatus, Performance
+from flashinfer_bench.data import performance_extra as key
 from flashinfer_bench.timing.stats import summarize
 
 
@@ -96,24 +97,24 @@ def time_reference(reference: Callee, ctx: EvaluationContext, inputs: list[list[
 
 def timing_extra(sessions: list[SessionLatency], cfg: ResolvedEvalConfig, setup_ms: float | None,
                  reference_ci95_ms: tuple[float, float] | None) -> dict[str, Any]:
-    """What a trace keeps beside its latency (``performance.extra``, keys in docs/reports.md): how it was
+    """What a trace keeps beside its latency (``performance.extra``, keys: data/performance_extra.py): how it was
     measured and how noisy it was, over the sessions whose claims were believed, and the settings."""
     believed = [s for s in sessions if s.samples_ms]
     samples = [sample for s in believed for sample in s.samples_ms]
     extra: dict[str, Any] = {
-        "trial_latencies_ms": [s.latency_ms for s in sessions],
-        "settings": cfg.model_dump(mode="json"),
+        key.TRIAL_LATENCIES_MS: [s.latency_ms for s in sessions],
+        key.SETTINGS: cfg.model_dump(mode="json"),
     }
     if samples:
         stats = summarize(samples)
-        extra.update(timing_method=believed[0].method, samples=len(samples), latency_std_ms=stats.std_ms,
-                     latency_ci95_ms=[stats.ci95_low_ms, stats.ci95_high_ms])
+        extra |= {key.TIMING_METHOD: believed[0].method, key.SAMPLES: len(samples),
+                  key.LATENCY_STD_MS: stats.std_ms, key.LATENCY_CI95_MS: [stats.ci95_low_ms, stats.ci95_high_ms]}
     if len(believed) < len(sessions):
-        extra["judge_estimated_trials"] = len(sessions) - len(believed)
+        extra[key.JUDGE_ESTIMATED_TRIALS] = len(sessions) - len(believed)
     if setup_ms is not None:
-        extra["setup_latency_ms"] = setup_ms
+        extra[key.SETUP_LATENCY_MS] = setup_ms
     if reference_ci95_ms is not None:
-        extra["reference_ci95_ms"] = list(reference_ci95_ms)
+        extra[key.REFERENCE_CI95_MS] = list(reference_ci95_ms)
     return extra
 
 
