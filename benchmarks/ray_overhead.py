@@ -61,10 +61,16 @@ def local_devices(count: int) -> list[str]:
     return devices[:count]
 
 
+def ray_settings() -> None:
+    """Token authentication for the clusters this process starts, one token for them all; must run before ray is
+    imported (it reads them then)."""
+    os.environ.update({"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token"})
+    os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(16))
+
+
 def start_cluster(devices: list[str]):
     """A local cluster on 127.0.0.1 with ``devices``: one node with the GPUs, or a node of one CPU per device."""
-    os.environ.update({"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token",
-                       "RAY_AUTH_TOKEN": secrets.token_hex(16)})  # before ray is imported: it reads them then
+    ray_settings()
     from ray.cluster_utils import Cluster
 
     node = {"node_ip_address": "127.0.0.1"}
@@ -80,8 +86,6 @@ def start_cluster(devices: list[str]):
 
 def evaluate(kind: str, root: Path, config, devices: list[str], address: str | None) -> dict:
     """One run: start-up (until every device is ready) apart from the evaluations."""
-    import ray
-
     from flashinfer_bench.bench import Benchmark
     from flashinfer_bench.bench.runner import persistent_runner
     from flashinfer_bench.bench.runner.ray import RayRunner
@@ -94,14 +98,20 @@ def evaluate(kind: str, root: Path, config, devices: list[str], address: str | N
         for slot in runner.slots:
             slot.environment()
     else:
+        import ray
+
         runner = RayRunner(address, timeout_seconds=config.timeout_seconds, announce=lambda line: None)
         ray.get([host.actor.ready.remote() for host in runner.hosts])
     ready = time.perf_counter()
     result = Benchmark(trace_set, config, runner_factory=lambda c: runner).run_all(save_results=False)
     done = time.perf_counter()
     traces = [t for ts in result.traces.values() for t in ts]
+    latencies: dict[str, list[float]] = {}
+    for t in traces:
+        if t.evaluation.status.value == "PASSED":
+            latencies.setdefault(t.definition, []).append(t.evaluation.performance.latency_ms)
     return {"runner": kind, "devices": len(devices), "evaluations": len(traces), "startup_s": ready - started,
-            "evaluating_s": done - ready,
+            "evaluating_s": done - ready, "latencies": latencies,
             "statuses": {(t.solution, t.workload.uuid): t.evaluation.status.value for t in traces}}
 
 

@@ -127,7 +127,8 @@ def comparison_notes(comparison: Comparison) -> list[str]:
     """What a reader of the tables must know: unmatched evaluations, and noise that was assumed."""
     notes = [f"matched {len(comparison.matches)} evaluations by (definition, solution, workload); "
              f"{len(comparison.only_base)} only in the base run, {len(comparison.only_candidate)} only in the "
-             f"candidate; a change is called beyond both runs' noise combined, and at least "
+             f"candidate; a change is called beyond both runs' noise and their drift (±"
+             f"{100 * comparison.drift:.1f}%, measured over the evaluations timed in both) combined, and at least "
              f"{100 * comparison.min_change:g}%"]
     if comparison.assumed_noise:
         notes.append(f"* {comparison.assumed_noise} timed evaluation(s) had a side that recorded no spread: its "

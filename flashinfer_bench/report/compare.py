@@ -1,14 +1,24 @@
 """Two runs compared evaluation by evaluation, matched by (definition, solution, workload).
 
-A latency change is called only when it is larger than the noise of both measurements: with relative noises
-n_b and n_c (each the reach of a 95% interval, ``noise.Spread.relative_noise``), the ratio candidate / base is
-called SLOWER above 1 + t and FASTER below 1 / (1 + t), where t = max(sqrt(n_b^2 + n_c^2), min_change), and
-SAME between. A side that recorded no spread is given ``default_noise`` instead, and the match says so.
+A latency change is called only when it is larger than the noise of both measurements and the drift between
+the two runs: with relative noises n_b and n_c (each the reach of a 95% interval,
+``noise.Spread.relative_noise``) and the runs' drift d, the ratio candidate / base is called SLOWER above 1 + t
+and FASTER below 1 / (1 + t), where t = max(sqrt(n_b^2 + n_c^2 + d^2), min_change), and SAME between. A side
+that recorded no spread is given ``default_noise`` instead, and the match says so.
+
+One run's interval says how well that run pinned its median down, not how far another run of the same code
+lands: across two runs of the example trace set on an H100 (docs/measurements.md) unchanged evaluations moved by
+up to 10% while their intervals reached 1-2%. The drift is measured from the two runs themselves: the spread of
+log(candidate / base) over every evaluation timed in both (the median absolute deviation from their median,
+scaled to a 95% reach of a normal spread, which a minority of real changes barely moves), once at least
+DRIFT_MIN_MATCHES evaluations are timed in both; with fewer it is 0. A change shared by all evaluations (a
+whole run 20% slower) moves the median, not the spread, and is still called.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,6 +31,11 @@ SAME, FASTER, SLOWER = "SAME", "FASTER", "SLOWER"
 #: The smallest relative change called a change, however quiet both sides were: runs on different days differ
 #: by more than one run's interval says (clocks, temperature, the other tenants of the machine).
 DEFAULT_MIN_CHANGE = 0.01
+#: The fewest evaluations timed in both runs from which their drift is measured.
+DRIFT_MIN_MATCHES = 8
+#: A normal spread's standard deviation per median absolute deviation, and its 95% reach per deviation.
+MAD_TO_SIGMA = 1.4826
+REACH_95 = 1.96
 
 
 @dataclass(frozen=True)
@@ -95,6 +110,8 @@ class Comparison:
     only_candidate: list[tuple[str, str, str]]
     min_change: float
     default_noise: float
+    #: The drift between the two runs, relative (see the module docstring): 0 below DRIFT_MIN_MATCHES.
+    drift: float = 0.0
 
     @property
     def matches(self) -> list[Match]:
@@ -112,10 +129,10 @@ class Comparison:
 
 
 def judge(base_ms: float, base_noise: float, candidate_ms: float, candidate_noise: float,
-          min_change: float) -> tuple[float, float, str]:
+          min_change: float, drift: float = 0.0) -> tuple[float, float, str]:
     """(ratio, threshold, verdict) for two latencies with their relative noises (see the module docstring)."""
     ratio = candidate_ms / base_ms
-    threshold = max(math.hypot(base_noise, candidate_noise), min_change)
+    threshold = max(math.hypot(base_noise, candidate_noise, drift), min_change)
     if ratio > 1.0 + threshold:
         return ratio, threshold, SLOWER
     if ratio < 1.0 / (1.0 + threshold):
@@ -127,19 +144,32 @@ def compare_runs(base: Iterable[Result], candidate: Iterable[Result], *, min_cha
                  default_noise: float = DEFAULT_NOISE) -> Comparison:
     base_by_key = {r.key: r for r in base}
     candidate_by_key = {r.key: r for r in candidate}
+    pairs = [(base_by_key[key], candidate_by_key[key]) for key in sorted(base_by_key.keys() & candidate_by_key.keys())]
+    drift = run_drift([c.latency_ms / b.latency_ms for b, c in pairs
+                       if b.latency_ms is not None and c.latency_ms is not None])
     definitions: dict[str, DefinitionComparison] = {}
-    for key in sorted(base_by_key.keys() & candidate_by_key.keys()):
-        match = _match(base_by_key[key], candidate_by_key[key], min_change, default_noise)
-        definitions.setdefault(key[0], DefinitionComparison(key[0])).matches.append(match)
+    for b, c in pairs:
+        match = _match(b, c, min_change, default_noise, drift)
+        definitions.setdefault(b.key[0], DefinitionComparison(b.key[0])).matches.append(match)
     return Comparison(definitions, sorted(base_by_key.keys() - candidate_by_key.keys()),
-                      sorted(candidate_by_key.keys() - base_by_key.keys()), min_change, default_noise)
+                      sorted(candidate_by_key.keys() - base_by_key.keys()), min_change, default_noise, drift)
 
 
-def _match(base: Result, candidate: Result, min_change: float, default_noise: float) -> Match:
+def run_drift(ratios: list[float]) -> float:
+    """How far two runs' latencies of unchanged evaluations drift apart, relative (the module docstring)."""
+    if len(ratios) < DRIFT_MIN_MATCHES:
+        return 0.0
+    logs = [math.log(r) for r in ratios]
+    center = statistics.median(logs)
+    deviation = statistics.median(abs(v - center) for v in logs)
+    return math.exp(REACH_95 * MAD_TO_SIGMA * deviation) - 1.0
+
+
+def _match(base: Result, candidate: Result, min_change: float, default_noise: float, drift: float) -> Match:
     if base.latency_ms is None or candidate.latency_ms is None:
         return Match(base, candidate)
     base_noise, candidate_noise = base.measured_noise, candidate.measured_noise
     ratio, threshold, verdict = judge(
         base.latency_ms, default_noise if base_noise is None else base_noise,
-        candidate.latency_ms, default_noise if candidate_noise is None else candidate_noise, min_change)
+        candidate.latency_ms, default_noise if candidate_noise is None else candidate_noise, min_change, drift)
     return Match(base, candidate, ratio, threshold, verdict, assumed_noise=base_noise is None or candidate_noise is None)

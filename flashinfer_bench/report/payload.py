@@ -134,6 +134,6 @@ def _definition_comparison(comparison: DefinitionComparison, index: dict[str, in
 
 
 def _comparison_summary(comparison: Comparison) -> dict[str, Any]:
-    return {"min_change": comparison.min_change, "default_noise": comparison.default_noise,
+    return {"min_change": comparison.min_change, "default_noise": comparison.default_noise, "drift": comparison.drift,
             "matched": len(comparison.matches), "only_base": len(comparison.only_base),
             "only_candidate": len(comparison.only_candidate), "assumed": comparison.assumed_noise}

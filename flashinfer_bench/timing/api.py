@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -10,6 +11,7 @@ import torch
 from . import notices
 from .adaptive import AdaptiveOutcome, sample_until
 from .clocks import clock_drop_warning, sm_clock_mhz
+from .cupti_records import IterationSpan
 from .cupti_timer import CUPTI_MISSING, CuptiUnavailable, load_cupti, measure_cupti
 from .devices import device_name, resolve_device
 from .events import measure_events
@@ -23,7 +25,7 @@ from .l2 import (
     rotating_arg_sets,
     tensor_bytes,
 )
-from .lead_in import lead_in_step
+from .lead_in import MAX_EXTRA_LEAD_IN_NS, extended, lead_in_step
 from .options import TimingOptions
 from .result import (
     CUDA_EVENTS,
@@ -39,6 +41,11 @@ from .steps import SampleSteps, Step, nothing
 
 # A median whose 95% CI is wider than this percentage of it is reported as noisy.
 NOISE_LIMIT_PCT = 10.0
+
+# The lead-in is lengthened when the host submitted fn's first launch after the GPU had run out of work in
+# more than this fraction of a batch's samples; the batch is then measured again, at most LEAD_IN_TRIES times.
+LATE_FRACTION = 0.25
+LEAD_IN_TRIES = 3
 
 
 def bench_gpu_time(
@@ -221,7 +228,10 @@ def choose_method(enable_cupti: bool, notes: list[str]) -> tuple[str, Any]:
 
 
 class _CudaSampler:
-    """Measures batches with the chosen method, falling back to CUDA events if CUPTI fails at run time."""
+    """Measures batches with the chosen method, falling back to CUDA events if CUPTI fails at run time.
+
+    Under CUPTI it also keeps fn's first launch early (lengthening the lead-in when the host was late with
+    it) and carries the launch-processing estimate from batch to batch (cupti_records.py)."""
 
     def __init__(self, method: str, cupti: Any, steps: SampleSteps, calls: int, dev: torch.device,
                  notes: list[str]) -> None:
@@ -233,20 +243,25 @@ class _CudaSampler:
         self.notes = notes
         self.dropped = 0
         self.kernel_samples: list[float] = []
+        self.extra_lead_in_ns = 0
+        self.launch_ns: float | None = None
+        self.estimated_samples = 0
+        self.early_start_samples = 0
 
     def __call__(self, indices: range) -> list[float]:
         steps = self.steps
         if self.method == CUPTI:
             try:
-                spans = measure_cupti(self.cupti, steps.lead_in, steps.body, indices, self.dev, setup=steps.setup)
+                found = self._trace(indices)
             except CuptiUnavailable as exc:
                 notices.warn_once(str(exc), self.notes)
                 self.method = CUDA_EVENTS
             else:
-                found = [s for s in spans if s is not None]
                 if found:
-                    self.dropped += len(spans) - len(found)
+                    self.dropped += len(indices) - len(found)
                     self.kernel_samples.extend(s.activity_ms / self.calls for s in found)
+                    self.estimated_samples += sum(1 for s in found if s.estimated_gaps)
+                    self.early_start_samples += sum(1 for s in found if s.early_starts)
                     return [s.duration_ms / self.calls for s in found]
                 notices.warn(
                     "CUPTI recorded no GPU work for fn (does it launch kernels on this device?); "
@@ -255,6 +270,22 @@ class _CudaSampler:
                 )
                 self.method = CUDA_EVENTS
         return [t / self.calls for t in measure_events(steps.lead_in, steps.body, indices, self.dev, setup=steps.setup)]
+
+    def _trace(self, indices: range) -> list[IterationSpan]:
+        """The batch's spans, measured again with a longer lead-in while the host was late with fn's first
+        launch in too many samples."""
+        for _ in range(LEAD_IN_TRIES):
+            spans = measure_cupti(self.cupti, extended(self.steps.lead_in, self.extra_lead_in_ns), self.steps.body,
+                                  indices, self.dev, setup=self.steps.setup, launch_ns=self.launch_ns)
+            found = [s for s in spans if s is not None]
+            late = [s.first_late_ns for s in found if s.first_late_ns > 0]
+            if len(late) <= LATE_FRACTION * len(found) or self.extra_lead_in_ns >= MAX_EXTRA_LEAD_IN_NS:
+                break
+            self.extra_lead_in_ns = min(MAX_EXTRA_LEAD_IN_NS, self.extra_lead_in_ns + int(1.5 * max(late)) + 10_000)
+        observed = [s.launch_gap_ns for s in found if s.launch_gap_ns is not None]
+        if observed:
+            self.launch_ns = statistics.median(observed)
+        return found
 
 
 def _time_cuda(
@@ -301,6 +332,22 @@ def _time_cuda(
     clocks_after = sm_clock_mhz(dev)
     if sampler.dropped:
         notices.warn(f"{sampler.dropped} samples recorded no GPU work under CUPTI and were dropped.", notes)
+    if sampler.estimated_samples:
+        estimate = "unobserved" if sampler.launch_ns is None else f"{sampler.launch_ns / 1e3:.2f} us"
+        notices.warn(
+            f"In {sampler.estimated_samples} samples fn's host work left the GPU idle before a launch; each such "
+            f"gap was counted as launch processing ({estimate}) rather than measured, so those samples carry "
+            "about that much uncertainty per late launch.",
+            notes,
+        )
+    if sampler.early_start_samples:
+        notices.warn(
+            f"In {sampler.early_start_samples} samples a kernel of fn started before the work ahead of it on its "
+            "stream had ended (programmatic dependent launch): its launch was hidden behind that work and is not "
+            "in the time. Nsight Compute runs kernels one at a time and would count about one launch (1-1.5 us on "
+            "an H100) more per such kernel.",
+            notes,
+        )
     drop = clock_drop_warning(clocks_before, clocks_after)
     if drop:
         notices.warn(drop, notes)

@@ -7,21 +7,35 @@ belongs to the sample, and every GPU activity (kernel, memcpy, memset) carries t
 API call that launched it. So kernels on any stream, and every kernel of a CUDA-graph replay, are
 attributed to the right sample, and the lead-in is never counted.
 
-Where a sample starts: when the GPU could begin fn's first command, that is, when the lead-in's last
-activity ended, or later if the host had not yet submitted that command (the end of the API call that
-launched it). It ends with fn's last GPU activity. So a sample covers the GPU front end's work to launch
-fn's first kernel as well as the gaps between fn's kernels, as Nsight Compute's ``gpu__time_duration``
-does (its start timestamp is written before the grid is launched), while host launch latency is kept out
-because the lead-in is still running when fn's first launch is queued. A kernel record alone starts when
-its first block runs and misses about a microsecond of launch work (measured on an H100:
-docs/measurements.md). The span is never shorter than fn's own activities.
+What a sample counts: the GPU's own time for fn's work, launch processing included as Nsight Compute's
+``gpu__time_duration`` counts it (its start timestamp is written before the grid is launched), host latency
+excluded. Walking fn's activities in start order from the end of the lead-in (or from fn's first activity,
+if that started earlier, on a stream that did not wait for the lead-in):
+
+- time some activity of fn was running is counted once, however many streams overlap;
+- an idle gap before an activity whose launch the host had submitted while the GPU was still busy is the
+  GPU front end's own work on that launch: it is counted (a kernel record alone starts when its first block
+  runs and misses about a microsecond of it; docs/measurements.md);
+- an idle gap before an activity the host submitted late (after the GPU had run out of work, because fn did
+  host work first or between its launches) holds host latency that ncu never sees. It counts as an estimate
+  of launch processing instead: the median gap observed before fn's first activity in the samples of the
+  same batch where the host was early (``launch_ns`` from earlier batches when there were none), or, with
+  no observation at all, the part of the gap after the launch call returned.
+
+The timer keeps the host early where it can by lengthening the lead-in (timing/api.py), so estimates are
+only needed for launches that come late inside fn; each span says how many it holds. A kernel launched with
+programmatic dependent launch (FlashInfer's on Hopper) may start before the work ahead of it on its stream has
+ended, its launch processing hidden behind that work: the overlap is counted once, as the GPU spends it, and
+each span says how many such early starts it holds (ncu runs kernels one at a time and counts every launch in
+full, so its per-call sum is larger by about a launch per such kernel).
 """
 
 from __future__ import annotations
 
 import bisect
+import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 NS_PER_MS = 1e6
 
@@ -42,6 +56,7 @@ class GpuRecord:
     start_ns: int
     end_ns: int
     correlation_id: int
+    stream_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -56,17 +71,29 @@ class SampleWindow:
 @dataclass(frozen=True)
 class IterationSpan:
     start_ns: int
-    """When the GPU could begin the sample's first command (see the module docstring)."""
+    """Where counting began: the lead-in's end, or fn's first activity if that came first or there is no lead-in."""
     end_ns: int
     """End of the sample's last GPU activity."""
     activities: int
     """Number of GPU activities attributed to the sample."""
     first_activity_ns: int
-    """Start of the sample's first GPU activity (equals start_ns without a lead-in)."""
+    """Start of the sample's first GPU activity."""
+    gpu_ns: int
+    """The GPU time counted for the sample (see the module docstring): at most end_ns - start_ns."""
+    estimated_gaps: int = 0
+    """Idle gaps before launches the host submitted late, counted as estimated launch processing."""
+    first_late_ns: int = 0
+    """How long after the lead-in's end the host submitted fn's first launch (0 when it was early)."""
+    launch_gap_ns: int | None = None
+    """The observed idle gap before fn's first activity when the host was early: launch processing."""
+    early_starts: int = 0
+    """Activities that started before the work ahead of them on their own stream had ended (a programmatic
+    dependent launch): their launch processing was hidden behind that work, which ncu, running kernels one at a
+    time, never lets happen."""
 
     @property
     def duration_ms(self) -> float:
-        return (self.end_ns - self.start_ns) / NS_PER_MS
+        return self.gpu_ns / NS_PER_MS
 
     @property
     def activity_ms(self) -> float:
@@ -76,10 +103,9 @@ class IterationSpan:
 
 @dataclass
 class _Bucket:
-    first: GpuRecord | None = None
-    last_end: int | None = None
-    count: int = 0
+    activities: list[GpuRecord] = field(default_factory=list)
     lead_in_end: int | None = None
+    lead_in_streams: set[int | None] = field(default_factory=set)
 
 
 def _check_windows(windows: Sequence[SampleWindow]) -> None:
@@ -93,8 +119,11 @@ def bucket_iterations(
     windows: Sequence[SampleWindow],
     api_records: Iterable[ApiRecord],
     gpu_records: Iterable[GpuRecord],
+    launch_ns: float | None = None,
 ) -> list[IterationSpan | None]:
-    """The GPU span of each sample window, or None for a window whose body launched no GPU work."""
+    """The GPU span of each sample window, or None for a window whose body launched no GPU work.
+
+    ``launch_ns`` is the launch-processing estimate to use when this batch observes none of its own."""
     _check_windows(windows)
     starts = [w.lead_in_ns for w in windows]
     body_of: dict[int, int] = {}
@@ -115,21 +144,56 @@ def bucket_iterations(
         if (idx := lead_in_of.get(gpu.correlation_id)) is not None:
             b = buckets[idx]
             b.lead_in_end = gpu.end_ns if b.lead_in_end is None else max(b.lead_in_end, gpu.end_ns)
+            b.lead_in_streams.add(gpu.stream_id)
         elif (idx := body_of.get(gpu.correlation_id)) is not None:
-            b = buckets[idx]
-            if b.first is None or gpu.start_ns < b.first.start_ns:
-                b.first = gpu
-            b.last_end = gpu.end_ns if b.last_end is None else max(b.last_end, gpu.end_ns)
-            b.count += 1
-    return [_span(b, submitted) for b in buckets]
+            buckets[idx].activities.append(gpu)
+    for b in buckets:
+        b.activities.sort(key=lambda a: a.start_ns)
+    gaps = [_early_first_gap(b, submitted) for b in buckets]
+    observed = [g for g in gaps if g is not None]
+    if observed:
+        launch_ns = statistics.median(observed)
+    return [_span(b, submitted, launch_ns, g) for b, g in zip(buckets, gaps, strict=True)]
 
 
-def _span(b: _Bucket, submitted: dict[int, int]) -> IterationSpan | None:
-    if b.first is None or b.last_end is None:
+def _early_first_gap(b: _Bucket, submitted: dict[int, int]) -> int | None:
+    """The idle gap before fn's first activity when the host had submitted it while the lead-in still ran."""
+    if not b.activities or b.lead_in_end is None:
         return None
-    first_start = b.first.start_ns
-    start = first_start
-    if b.lead_in_end is not None:
-        ready = max(b.lead_in_end, submitted.get(b.first.correlation_id, b.lead_in_end))
-        start = min(first_start, ready)
-    return IterationSpan(start, b.last_end, b.count, first_start)
+    first = b.activities[0]
+    if first.start_ns < b.lead_in_end or submitted.get(first.correlation_id, b.lead_in_end) > b.lead_in_end:
+        return None
+    return first.start_ns - b.lead_in_end
+
+
+def _span(
+    b: _Bucket, submitted: dict[int, int], launch_ns: float | None, first_gap: int | None
+) -> IterationSpan | None:
+    if not b.activities:
+        return None
+    first_start = b.activities[0].start_ns
+    frontier = first_start if b.lead_in_end is None else min(b.lead_in_end, first_start)
+    start, counted, estimated, first_late = frontier, 0.0, 0, 0
+    # Where the work queued ahead of each stream ends: the lead-in's, then fn's own activities'.
+    stream_end = {stream: b.lead_in_end for stream in b.lead_in_streams if stream is not None}
+    early_starts = 0
+    for a in b.activities:
+        if a.stream_id is not None:
+            ahead = stream_end.get(a.stream_id)
+            early_starts += ahead is not None and a.start_ns < ahead
+            stream_end[a.stream_id] = max(a.end_ns, ahead or a.end_ns)
+        if a.start_ns > frontier:
+            gap = a.start_ns - frontier
+            sent = submitted.get(a.correlation_id, frontier)
+            if sent <= frontier:
+                counted += gap
+            else:
+                estimated += 1
+                counted += min(gap, launch_ns) if launch_ns is not None else max(0, a.start_ns - sent)
+                if a is b.activities[0]:
+                    first_late = sent - frontier
+        counted += max(0, a.end_ns - max(a.start_ns, frontier))
+        frontier = max(frontier, a.end_ns)
+    return IterationSpan(
+        start, frontier, len(b.activities), first_start, round(counted), estimated, first_late, first_gap, early_starts
+    )

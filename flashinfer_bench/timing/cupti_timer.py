@@ -96,7 +96,7 @@ class _Session:
         for rec in activities:
             kind = int(rec.kind)
             if kind in self.gpu_kinds:
-                gpu.append(GpuRecord(rec.start, rec.end, rec.correlation_id))
+                gpu.append(GpuRecord(rec.start, rec.end, rec.correlation_id, getattr(rec, "stream_id", None)))
             elif kind in self.api_kinds:
                 api.append(ApiRecord(rec.start, rec.end, rec.correlation_id))
         with self.lock:
@@ -111,9 +111,15 @@ class _Session:
             self._choose_api_records()
 
     def trace(
-        self, prepare: Step, body: Step, indices: range, device: torch.device, setup: Step | None = None
+        self,
+        prepare: Step,
+        body: Step,
+        indices: range,
+        device: torch.device,
+        setup: Step | None = None,
+        launch_ns: float | None = None,
     ) -> list[IterationSpan | None]:
-        """Run the samples with tracing on and return each one's GPU span."""
+        """Run the samples with tracing on and return each one's GPU span (``launch_ns``: bucket_iterations)."""
         windows, api, gpu = self._record(prepare, body, indices, device, setup)
         if not api:
             # Not even the synchronize calls came back: another CUPTI client in this process replaced our
@@ -121,7 +127,7 @@ class _Session:
             # cupti.finalize()). Register them again and measure once more.
             self.register()
             windows, api, gpu = self._record(prepare, body, indices, device, setup)
-        return bucket_iterations(windows, api, gpu)
+        return bucket_iterations(windows, api, gpu, launch_ns)
 
     def _record(
         self, prepare: Step, body: Step, indices: range, device: torch.device, setup: Step | None
@@ -178,8 +184,16 @@ def session(cupti: ModuleType) -> _Session:
 
 
 def measure_cupti(
-    cupti: ModuleType, prepare: Step, body: Step, indices: range, device: torch.device, *, setup: Step | None = None
+    cupti: ModuleType,
+    prepare: Step,
+    body: Step,
+    indices: range,
+    device: torch.device,
+    *,
+    setup: Step | None = None,
+    launch_ns: float | None = None,
 ) -> list[IterationSpan | None]:
     """GPU span of each sample from CUPTI kernel records; None for a sample that ran no GPU work. ``setup(i)``
-    runs before ``prepare(i)``, outside the sample's window, after the previous sample's work has finished."""
-    return session(cupti).trace(prepare, body, indices, device, setup)
+    runs before ``prepare(i)``, outside the sample's window, after the previous sample's work has finished;
+    ``launch_ns`` is the launch-processing estimate for a batch that observes none (cupti_records.py)."""
+    return session(cupti).trace(prepare, body, indices, device, setup, launch_ns)

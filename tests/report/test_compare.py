@@ -7,12 +7,14 @@ from report_fixtures import make_trace
 
 from flashinfer_bench.report.compare import (
     DEFAULT_MIN_CHANGE,
+    DRIFT_MIN_MATCHES,
     FASTER,
     SAME,
     SLOWER,
     compare_runs,
     judge,
     reading_order,
+    run_drift,
 )
 from flashinfer_bench.report.noise import DEFAULT_NOISE
 from flashinfer_bench.report.results import results
@@ -51,6 +53,34 @@ def test_without_a_recorded_spread_the_default_noise_is_assumed_and_said():
     assert compare_runs(base, candidate, default_noise=0.01).matches[0].verdict == SLOWER
     mixed = compare_runs(run([("s", "w", "PASSED", 1.0)], 0.001), candidate)
     assert mixed.matches[0].assumed_noise and mixed.assumed_noise == 1
+
+
+def test_run_drift_by_hand():
+    assert run_drift([1.5, 0.5] * 3) == 0.0  # too few evaluations to tell: no drift assumed
+    # Deviations of log ratios from their median 0: 0 x 4, log 1.05 x 4, so the median deviation is log(1.05) / 2.
+    ratios = [1.0] * 4 + [1.05, 1 / 1.05, 1.05, 1 / 1.05]
+    assert len(ratios) == DRIFT_MIN_MATCHES
+    assert run_drift(ratios) == pytest.approx(math.exp(1.96 * 1.4826 * math.log(1.05) / 2) - 1)
+    assert run_drift([1.2] * 10) == 0.0  # a shift every evaluation shares is not drift
+
+
+def test_drift_between_runs_keeps_unchanged_evaluations_same_and_a_real_slowdown_slower():
+    # As two runs of the example trace set on an H100: intervals of 1%, unchanged evaluations moving by up to 9%.
+    jitter = [1.0, 1.01, 0.99, 1.03, 0.97, 1.05, 0.95, 1.09, 0.92, 1.02, 0.98, 1.04, 0.96, 1.0, 1.01, 0.99]
+    base = [(f"s{i}", "w", "PASSED", 1.0) for i in range(len(jitter))] + [("slowed", f"w{i}", "PASSED", 1.0)
+                                                                         for i in range(3)]
+    candidate = [(f"s{i}", "w", "PASSED", r) for i, r in enumerate(jitter)] + [("slowed", f"w{i}", "PASSED", 1.2)
+                                                                              for i in range(3)]
+    comparison = compare_runs(run(base), run(candidate))
+    assert 0.05 < comparison.drift < 0.10
+    verdicts = {(m.base.solution, m.base.workload): m.verdict for m in comparison.matches}
+    assert [verdicts[("slowed", f"w{i}")] for i in range(3)] == [SLOWER] * 3
+    assert {v for k, v in verdicts.items() if k[0] != "slowed"} == {SAME}
+    # Without the drift, one run's intervals alone would have called most of the jitter a change.
+    assert sum(judge(1.0, 0.01, r, 0.01, DEFAULT_MIN_CHANGE)[2] != SAME for r in jitter) == 10
+    # A whole run 20% slower moves every ratio alike: no drift, and every evaluation SLOWER.
+    uniform = compare_runs(run(base), run([(s, w, st, 1.2 * lat) for s, w, st, lat in base]))
+    assert uniform.drift == pytest.approx(0.0, abs=1e-12) and {m.verdict for m in uniform.matches} == {SLOWER}
 
 
 def test_status_changes_geomean_and_regressions():

@@ -30,18 +30,66 @@ def test_each_window_gets_its_kernels_and_the_lead_in_is_excluded():
         GpuRecord(3_200, 3_260, 5),
     ]
     spans = bucket_iterations(windows, records, gpu)
-    # A sample starts when its lead-in ended (the launch was submitted long before).
-    assert spans == [IterationSpan(950, 2_500, 2, 1_000), IterationSpan(3_150, 3_260, 1, 3_200)]
+    # A sample starts when its lead-in ended (the launch was submitted long before); overlap counts once.
+    assert spans == [
+        IterationSpan(950, 2_500, 2, 1_000, 1_550, launch_gap_ns=50),
+        IterationSpan(3_150, 3_260, 1, 3_200, 110, launch_gap_ns=50),
+    ]
     assert spans[0].duration_ms == pytest.approx(1_550 / 1e6)
     assert spans[0].activity_ms == pytest.approx(1_500 / 1e6)
 
 
-def test_a_late_submission_starts_the_sample_when_it_was_submitted():
+def test_a_late_submission_with_nothing_observed_counts_from_the_submission():
     windows = [SampleWindow(0, 10, 500)]
     records = [api(1, 1), api(20, 2, end=400)]  # the host took until 400 to submit fn's kernel
     gpu = [GpuRecord(5, 100, 1), GpuRecord(420, 500, 2)]
     (span,) = bucket_iterations(windows, records, gpu)
-    assert (span.start_ns, span.end_ns) == (400, 500)
+    assert (span.gpu_ns, span.estimated_gaps, span.first_late_ns, span.launch_gap_ns) == (100, 1, 300, None)
+
+
+def test_a_late_submission_counts_the_launch_estimate_it_is_given():
+    windows = [SampleWindow(0, 10, 500)]
+    records = [api(1, 1), api(20, 2, end=400)]
+    gpu = [GpuRecord(5, 100, 1), GpuRecord(420, 500, 2)]
+    (span,) = bucket_iterations(windows, records, gpu, launch_ns=7)
+    assert span.gpu_ns == 87
+    # The launch call returned after its kernel had started: the estimate still counts.
+    (span,) = bucket_iterations(windows, [api(1, 1), api(20, 2, end=450)], gpu, launch_ns=7)
+    assert span.gpu_ns == 87
+    (span,) = bucket_iterations(windows, [api(1, 1), api(20, 2, end=450)], gpu)
+    assert span.gpu_ns == 80  # nothing to estimate from: the kernel record alone
+
+
+def test_the_batch_calibrates_late_samples_from_its_early_ones():
+    windows = [SampleWindow(0, 10, 500), SampleWindow(600, 610, 1_100)]
+    records = [api(1, 1), api(20, 2), api(601, 3), api(620, 4, end=900)]
+    gpu = [
+        GpuRecord(5, 100, 1),
+        GpuRecord(104, 150, 2),  # submitted at 22, before the lead-in ended: a 4 ns launch gap observed
+        GpuRecord(605, 700, 3),
+        GpuRecord(930, 976, 4),  # submitted at 900, 200 after the lead-in ended
+    ]
+    early, late = bucket_iterations(windows, records, gpu, launch_ns=50)
+    assert (early.gpu_ns, early.launch_gap_ns, early.estimated_gaps) == (50, 4, 0)
+    assert (late.gpu_ns, late.launch_gap_ns, late.estimated_gaps, late.first_late_ns) == (50, None, 1, 200)
+
+
+def test_host_work_between_two_kernels_is_not_counted():
+    windows = [SampleWindow(0, 10, 1_000)]
+    records = [api(1, 1), api(20, 2, end=30), api(200, 3, end=210)]  # ~170 of host work between launches
+    gpu = [GpuRecord(5, 100, 1), GpuRecord(105, 125, 2), GpuRecord(215, 235, 3)]
+    (span,) = bucket_iterations(windows, records, gpu)
+    # 5 (first launch, observed) + 20 + 5 (the second gap: late, counted as the observed launch gap) + 20
+    assert (span.gpu_ns, span.estimated_gaps, span.first_late_ns) == (50, 1, 0)
+    assert (span.start_ns, span.end_ns, span.activity_ms) == (100, 235, pytest.approx(130 / 1e6))
+
+
+def test_gaps_between_launches_submitted_early_are_the_gpus_own():
+    windows = [SampleWindow(0, 10, 1_000)]
+    records = [api(1, 1), api(20, 2), api(30, 3)]
+    gpu = [GpuRecord(5, 100, 1), GpuRecord(105, 125, 2), GpuRecord(140, 160, 3)]
+    (span,) = bucket_iterations(windows, records, gpu, launch_ns=1)
+    assert (span.gpu_ns, span.estimated_gaps) == (60, 0)
 
 
 def test_the_span_never_starts_after_the_first_activity():
@@ -50,7 +98,7 @@ def test_the_span_never_starts_after_the_first_activity():
     records = [api(1, 1), api(20, 2, end=300)]
     gpu = [GpuRecord(5, 1_000, 1), GpuRecord(200, 260, 2)]
     (span,) = bucket_iterations(windows, records, gpu)
-    assert (span.start_ns, span.end_ns, span.first_activity_ns) == (200, 260, 200)
+    assert (span.start_ns, span.end_ns, span.first_activity_ns, span.gpu_ns) == (200, 260, 200, 60)
 
 
 def test_the_inner_driver_call_is_the_submission():
@@ -58,13 +106,13 @@ def test_the_inner_driver_call_is_the_submission():
     records = [api(1, 1), ApiRecord(20, 350, 2), ApiRecord(21, 300, 2)]  # runtime call around driver call
     gpu = [GpuRecord(5, 100, 1), GpuRecord(320, 400, 2)]
     (span,) = bucket_iterations(windows, records, gpu)
-    assert span.start_ns == 300
+    assert span.gpu_ns == 100  # from the driver call's return at 300, not the runtime call's at 350
 
 
 def test_without_a_lead_in_the_span_starts_at_the_first_activity():
     windows = [SampleWindow(0, 0, 10)]
     (span,) = bucket_iterations(windows, [api(5, 42)], [GpuRecord(100, 105, 42), GpuRecord(110, 135, 42)])
-    assert (span.start_ns, span.end_ns, span.activities) == (100, 135, 2)
+    assert (span.start_ns, span.end_ns, span.activities, span.gpu_ns) == (100, 135, 2, 35)
 
 
 def test_graph_replay_kernels_share_one_correlation_id():
@@ -72,7 +120,7 @@ def test_graph_replay_kernels_share_one_correlation_id():
     records = [api(1, 41), api(5, 42)]
     gpu = [GpuRecord(50, 90, 41)] + [GpuRecord(100 + 10 * k, 105 + 10 * k, 42) for k in range(4)]
     (span,) = bucket_iterations(windows, records, gpu)
-    assert (span.start_ns, span.end_ns, span.activities) == (90, 135, 4)
+    assert (span.start_ns, span.end_ns, span.activities, span.gpu_ns) == (90, 135, 4, 45)
 
 
 def test_window_without_gpu_work_is_none_and_order_of_records_is_irrelevant():
@@ -80,9 +128,9 @@ def test_window_without_gpu_work_is_none_and_order_of_records_is_irrelevant():
     records = [api(45, 9), api(5, 7), api(25, 8)]  # id 8 launched nothing
     gpu = [GpuRecord(500, 600, 9), GpuRecord(100, 160, 7), GpuRecord(90, 95, 7)]
     spans = bucket_iterations(windows, records, gpu)
-    assert spans[0] == IterationSpan(90, 160, 2, 90)
+    assert spans[0] == IterationSpan(90, 160, 2, 90, 70)
     assert spans[1] is None
-    assert spans[2] == IterationSpan(500, 600, 1, 500)
+    assert spans[2] == IterationSpan(500, 600, 1, 500, 100)
 
 
 def test_boundaries_are_inclusive_and_records_outside_windows_ignored():
@@ -96,7 +144,7 @@ def test_boundaries_are_inclusive_and_records_outside_windows_ignored():
         GpuRecord(40, 60, 5),  # the lead-in, launched at its first instant
     ]
     (span,) = bucket_iterations(windows, records, gpu)
-    assert span == IterationSpan(60, 130, 2, 100)
+    assert span == IterationSpan(60, 130, 2, 100, 70, launch_gap_ns=40)
 
 
 def test_unknown_correlation_ids_are_ignored():
@@ -115,3 +163,19 @@ def test_unknown_correlation_ids_are_ignored():
 def test_bad_windows_rejected(windows):
     with pytest.raises(ValueError):
         bucket_iterations(windows, [], [])
+
+
+def test_a_kernel_starting_before_the_work_ahead_of_it_on_its_stream_is_an_early_start():
+    windows = [SampleWindow(0, 10, 1_000)]
+    records = [api(1, 1), api(20, 2), api(30, 3), api(40, 4)]
+    gpu = [
+        GpuRecord(5, 100, 1, stream_id=7),  # the lead-in
+        GpuRecord(90, 150, 2, stream_id=7),  # programmatic dependent launch: began during the lead-in
+        GpuRecord(140, 170, 3, stream_id=7),  # and the next one during it
+        GpuRecord(60, 80, 4, stream_id=9),  # another stream, which never waited for the lead-in: not early
+    ]
+    (span,) = bucket_iterations(windows, records, gpu)
+    assert span.early_starts == 2
+    assert (span.start_ns, span.gpu_ns) == (60, 110)  # counted once: 60..80, 90..170
+    side_only = bucket_iterations(windows, records, [gpu[0], gpu[3]])[0]
+    assert side_only.early_starts == 0

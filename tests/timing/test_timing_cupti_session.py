@@ -254,12 +254,51 @@ def test_installed_cupti_is_chosen(monkeypatch):
 def test_sampler_divides_by_calls_and_drops_empty_samples(monkeypatch):
     from flashinfer_bench.timing.cupti_records import IterationSpan
 
-    spans = [IterationSpan(0, 2_000_000, 1, 1_000_000), None, IterationSpan(0, 4_000_000, 1, 0)]
+    spans = [IterationSpan(0, 2_000_000, 1, 1_000_000, 2_000_000), None, IterationSpan(0, 4_000_000, 1, 0, 4_000_000)]
     monkeypatch.setattr(api, "measure_cupti", lambda *a, **k: spans)
     sampler = api._CudaSampler(CUPTI, object(), NO_STEPS, 2, torch.device("cpu"), [])
     assert sampler(range(3)) == [1.0, 2.0]
     assert sampler.kernel_samples == [0.5, 2.0]  # kernel records alone, per call
     assert sampler.dropped == 1 and sampler.method == CUPTI
+
+
+def test_sampler_lengthens_the_lead_in_while_the_host_is_late_and_carries_the_launch_gap(monkeypatch):
+    from flashinfer_bench.timing import lead_in
+    from flashinfer_bench.timing.cupti_records import IterationSpan
+
+    late = IterationSpan(0, 10_000, 1, 5_000, 6_000, estimated_gaps=1, first_late_ns=40_000)
+    early = IterationSpan(0, 10_000, 1, 5_000, 6_000, launch_gap_ns=1_000)
+    calls = []
+
+    def measure(cupti, prepare, body, indices, dev, *, setup=None, launch_ns=None):
+        prepare(0)
+        calls.append(launch_ns)
+        return [late] * 4 if len(calls) == 1 else [early] * 3 + [late]
+
+    spins = []
+    monkeypatch.setattr(lead_in, "spin", spins.append)
+    monkeypatch.setattr(api, "measure_cupti", measure)
+    sampler = api._CudaSampler(CUPTI, object(), NO_STEPS, 1, torch.device("cpu"), [])
+    assert sampler(range(4)) == [0.006] * 4  # the batch measured again: one late sample in four is tolerated
+    assert sampler.extra_lead_in_ns == 70_000  # 1.5 x the host's 40 us + 10 us
+    assert spins == [int(70_000 * lead_in.MAX_SM_CYCLES_PER_NS)]  # the second try's lead-in ends with a spin
+    assert sampler.launch_ns == 1_000 and sampler.estimated_samples == 1
+    sampler(range(4))
+    assert calls == [None, None, 1_000]  # later batches get the gap observed so far
+
+
+def test_sampler_gives_up_lengthening_at_the_cap(monkeypatch):
+    from flashinfer_bench.timing import lead_in
+    from flashinfer_bench.timing.cupti_records import IterationSpan
+
+    late = IterationSpan(0, 10_000, 1, 5_000, 6_000, estimated_gaps=1, first_late_ns=10 * lead_in.MAX_EXTRA_LEAD_IN_NS)
+    tries = []
+    monkeypatch.setattr(lead_in, "spin", lambda cycles: None)
+    monkeypatch.setattr(api, "measure_cupti", lambda *a, **k: tries.append(1) or [late])
+    sampler = api._CudaSampler(CUPTI, object(), NO_STEPS, 1, torch.device("cpu"), [])
+    assert sampler(range(1)) == [0.006]
+    assert sampler.extra_lead_in_ns == lead_in.MAX_EXTRA_LEAD_IN_NS and len(tries) == 2
+    assert sampler.launch_ns is None and sampler.estimated_samples == 1
 
 
 def test_sampler_falls_back_to_events_when_cupti_fails(monkeypatch, caplog):

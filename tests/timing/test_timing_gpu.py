@@ -34,3 +34,39 @@ def test_a_pinned_buffer_takes_device_outputs_and_gives_them_back():
         assert end == out.nbytes and torch.equal(back, out)
     finally:
         slot.close()
+
+
+@pytest.mark.skipif(load_cupti() is None, reason="needs cupti-python")
+def test_host_work_before_the_launch_is_waited_for_not_estimated():
+    import time
+
+    x = torch.randn(4096, device="cuda")
+
+    def late(t: torch.Tensor) -> torch.Tensor:
+        end = time.perf_counter() + 200e-6  # a wrapper's host-side checks before its launch
+        while time.perf_counter() < end:
+            pass
+        return t * 2
+
+    result = bench_gpu_time_detailed(late, args=(x,), num_iters=30, dry_run_iters=3, cold_l2_cache=True)
+    # The lead-in was lengthened until the launch was waiting when the GPU got to it: no gap had to be estimated.
+    assert result.method == CUPTI
+    assert not [w for w in result.warnings if "launch processing" in w], result.warnings
+
+
+@pytest.mark.skipif(load_cupti() is None, reason="needs cupti-python")
+def test_host_work_between_launches_is_estimated_and_said():
+    import time
+
+    x = torch.randn(4096, device="cuda")
+
+    def apart(t: torch.Tensor) -> torch.Tensor:
+        y = t * 2
+        end = time.perf_counter() + 50e-6
+        while time.perf_counter() < end:
+            pass
+        return y + 1
+
+    result = bench_gpu_time_detailed(apart, args=(x,), num_iters=30, dry_run_iters=3, cold_l2_cache=True)
+    assert [w for w in result.warnings if "launch processing" in w]
+    assert result.median_ms < 0.030  # the 50 us of host work between the kernels is not in it

@@ -463,7 +463,8 @@
     h("h2", {}, "Compared with the baseline", card);
     h("p", { "class": "note" }, "Evaluations matched by (definition, solution, workload): " + cmp.matched + " (" +
       cmp.only_base + " only in the baseline, " + cmp.only_candidate + " only in the candidate). A change is called " +
-      "FASTER or SLOWER only beyond both runs' noise combined (at least " + pct(cmp.min_change) + ")." +
+      "FASTER or SLOWER only beyond both runs' noise and their drift (\u00b1" + pct(cmp.drift) +
+      ", measured over the evaluations timed in both) combined (at least " + pct(cmp.min_change) + ")." +
       (cmp.assumed ? " " + cmp.assumed + " of them had a side without a recorded spread: its noise is assumed to be " +
         pct(cmp.default_noise) + " (marked *)." : ""), card);
     table(card, [{ key: "definition", title: "definition" }, { key: "geomean", title: "geomean ratio" },
