@@ -333,7 +333,8 @@ def _time_cuda(
     if sampler.dropped:
         notices.warn(f"{sampler.dropped} samples recorded no GPU work under CUPTI and were dropped.", notes)
     if sampler.estimated_samples:
-        estimate = "unobserved" if sampler.launch_ns is None else f"{sampler.launch_ns / 1e3:.2f} us"
+        estimate = ("never observed here, so the part of each gap after its launch call returned"
+                    if sampler.launch_ns is None else f"{sampler.launch_ns / 1e3:.2f} us, observed before fn's first launch")
         notices.warn(
             f"In {sampler.estimated_samples} samples fn's host work left the GPU idle before a launch; each such "
             f"gap was counted as launch processing ({estimate}) rather than measured, so those samples carry "
