@@ -130,7 +130,7 @@ def child(runner_kind: str, root: str) -> None:
             references.setdefault(s[1], s[4])
     gaps, previous = [], ready
     for stamp in stamps:
-        gaps.append((stamp[2], stamp[0] - previous))
+        gaps.append((stamp[1], stamp[2], stamp[0] - previous))
         previous = stamp[0]
     by_solution: dict[str, list[float]] = {}
     for stamp in stamps:
@@ -141,6 +141,19 @@ def child(runner_kind: str, root: str) -> None:
                       "solution_kernel_s": kernel_ms / 1e3, "gaps": gaps,
                       "reference_latency_ms": statistics.mean(references.values()) if references else None,
                       "calls_per_evaluation": calls}))
+
+
+def gap_summary(gaps: list[list]) -> str:
+    """The verdicts' wall times: all of them, and each solution's first (in the persistent runner, the first item of
+    the solution's new worker: loading it, Triton's first launch) against its later ones."""
+    first, later, seen = [], [], set()
+    for name, gap in gaps:
+        (later if name in seen else first).append(gap)
+        seen.add(name)
+    all_gaps = [gap for _, gap in gaps]
+    line = (f"verdict wall (s): median {statistics.median(all_gaps):.3f}, mean {statistics.fmean(all_gaps):.3f}, "
+            f"max {max(all_gaps):.3f}; each solution's first {' '.join(f'{g:.2f}' for g in first)}")
+    return line + (f", its later ones median {statistics.median(later):.3f}" if later else "")
 
 
 def run_child(kind: str, root: Path, profile_dir: str | None = None) -> dict:
@@ -193,10 +206,11 @@ def main() -> None:
                         "overhead_per_evaluation_s": overhead, **{k: result[k] for k in ("evaluations", "wall_s",
                                                                                           "solution_kernel_s",
                                                                                           "latency_us_by_solution",
-                                                                                          "notes")}}
+                                                                                          "notes")},
+                        "verdict_gaps_s": [[name, gap] for name, _, gap in result["gaps"]]}
         crash = run_child(kind, crashy)
         by_status: dict[str, list[float]] = {}
-        for status, gap in crash["gaps"]:
+        for _, status, gap in crash["gaps"]:
             by_status.setdefault(status, []).append(gap)
         report[kind]["verdict_wall_s_by_status"] = {k: statistics.median(v) for k, v in by_status.items()}
     if args.json:
@@ -208,6 +222,7 @@ def main() -> None:
         print(f"{kind}: latencies recorded (us), per solution over the workloads: " + "; ".join(
             f"{name} {' '.join(f'{v:.1f}' for v in values)}" for name, values in report[kind]["latency_us_by_solution"].items()))
         print(f"{kind}: {len(report[kind]['notes'])} timing notes" + "".join(f"\n  {n}" for n in report[kind]["notes"][:5]))
+        print(f"{kind}: {gap_summary(report[kind]['verdict_gaps_s'])}")
     for kind in ("persistent", "isolated"):
         r = report[kind]
         wall = r["verdict_wall_s_by_status"]

@@ -11,12 +11,17 @@ Each run reports its start-up (runner created until every device is ready: judge
 from its evaluations. Verdicts must be the same in every run (statuses per evaluation), else exit status 1.
 Prints a table last.
 
+``--cli`` compares instead what a user waits for: the whole ``flashinfer-bench run`` command, a fresh process per run
+(plain, then with ``--ray-address`` against the cluster), each on a fresh copy of the trace set; the wall time
+of each command, from its start to its exit, and the statuses in the traces it wrote.
+
 ``--driver N`` measures instead what a run's driver does per verdict, alone (docs/scaling.md): N verdicts of a
 runner that answers every item at once, written as the CLI writes them (traces appended and fsynced, a progress
 line each); and N verdicts received from Ray, an actor streaming them as device hosts do.
 
     python benchmarks/ray_overhead.py [--devices 1] [--solutions 6] [--workloads 40] [--repeats 2]
         [--iterations N --warmup-runs N --num-trials N] [--ray-address HOST:PORT]
+    python benchmarks/ray_overhead.py --cli [--workloads 34] [--repeats 2]
     python benchmarks/ray_overhead.py --driver 10000
 """
 
@@ -115,6 +120,51 @@ def evaluate(kind: str, root: Path, config, devices: list[str], address: str | N
             "statuses": {(t.solution, t.workload.uuid): t.evaluation.status.value for t in traces}}
 
 
+def cli_run(kind: str, root: Path, address: str, flags: list[str]) -> dict:
+    """One ``flashinfer-bench run`` of a fresh copy of ``root``, in a fresh process: its wall time and statuses."""
+    import shutil
+    import subprocess
+
+    copy = Path(tempfile.mkdtemp(prefix=f"fib-cli-{kind}-")) / "set"
+    shutil.copytree(root, copy)
+    command = [sys.executable, "-m", "flashinfer_bench.cli.main", "run", "--local", str(copy), *flags]
+    if kind == "ray":
+        command += ["--ray-address", address]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{kind}: exit {done.returncode}\n{done.stderr[-3000:]}")
+    statuses = {}
+    for path in (copy / "traces").rglob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            statuses[(record["solution"], record["workload"]["uuid"])] = record["evaluation"]["status"]
+    shutil.rmtree(copy.parent, ignore_errors=True)
+    return {"runner": kind, "wall_s": wall, "evaluations": len(statuses), "statuses": statuses}
+
+
+def compare_cli(root: Path, address: str, repeats: int, flags: list[str]) -> int:
+    rows = []
+    for _ in range(repeats):
+        for kind in ("plain", "ray"):
+            rows.append(cli_run(kind, root, address, flags))
+            print(f"{kind}: {rows[-1]['wall_s']:.1f} s", file=sys.stderr, flush=True)
+    same = all(row["statuses"] == rows[0]["statuses"] for row in rows)
+    print(f"{'command':18}{'evaluations':>12}{'wall s':>8}  statuses")
+    for row in rows:
+        counts: dict[str, int] = {}
+        for status in row["statuses"].values():
+            counts[status] = counts.get(status, 0) + 1
+        print(f"{'run' if row['runner'] == 'plain' else 'run --ray-address':18}{row['evaluations']:>12}"
+              f"{row['wall_s']:>8.1f}  {counts}")
+    plain = statistics.median(row["wall_s"] for row in rows if row["runner"] == "plain")
+    ray = statistics.median(row["wall_s"] for row in rows if row["runner"] == "ray")
+    print(f"ray over plain, whole command (medians): {ray / plain:.3f}x ({ray - plain:+.1f} s); "
+          f"verdicts {'the same' if same else 'DIFFER'} in every run")
+    return 0 if same else 1
+
+
 def driver_rates(verdicts: int) -> None:
     import io
 
@@ -189,6 +239,7 @@ def main() -> int:
     parser.add_argument("--num-trials", type=int)
     parser.add_argument("--ray-address", help="a running cluster with these devices (default: start one here)")
     parser.add_argument("--driver", type=int, metavar="N", help="measure the driver's cost per verdict instead")
+    parser.add_argument("--cli", action="store_true", help="compare whole `flashinfer-bench run` commands instead")
     opts = parser.parse_args()
     if opts.driver:
         driver_rates(opts.driver)
@@ -209,6 +260,11 @@ def main() -> int:
             warm = build(Path(tmp) / "warm", opts.solutions, len(SIZES))
             evaluate("plain", warm, config, devices[:1], address)  # builds every solution into the cache
             root = build(Path(tmp) / "set", opts.solutions, opts.workloads)
+            if opts.cli:
+                flags = [f"--{name.replace('_', '-')}={value}" for name, value in (
+                    ("iterations", opts.iterations), ("warmup_runs", opts.warmup_runs),
+                    ("num_trials", opts.num_trials)) if value is not None]
+                return compare_cli(root, address, opts.repeats, flags)
             for _ in range(opts.repeats):
                 for kind in ("plain", "ray"):
                     rows.append(evaluate(kind, root, config, devices, address))

@@ -23,9 +23,10 @@ import time
 from flashinfer_bench.bench.config import BenchmarkConfig
 from flashinfer_bench.bench.evaluators import DefaultEvaluator
 from flashinfer_bench.bench.evaluators.calling import ValueReturning, reference_callee
-from flashinfer_bench.bench.evaluators.context import EvaluationContext, new_run_secret
+from flashinfer_bench.bench.evaluators.context import EvaluationContext
 from flashinfer_bench.bench.evaluators.solution import LocalSolution, SolutionHandle
 from flashinfer_bench.bench.runner import available_devices
+from flashinfer_bench.bench.seeds import new_run_secret
 from flashinfer_bench.data import Definition, Workload
 
 SCALE_ADD = {

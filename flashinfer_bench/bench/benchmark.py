@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any, Protocol
@@ -174,7 +173,7 @@ def parent_environment() -> dict[str, Any]:
 def default_runner(config: BenchmarkConfig) -> Runner:
     """The config's runner: on the Ray cluster the config names (``ray_address``, else ``$RAY_ADDRESS``, as Ray's
     own tools read it), else on every available device of this machine."""
-    address = config.ray_address or os.environ.get("RAY_ADDRESS")
+    address = config.cluster_address()
     if address:
         from flashinfer_bench.bench.runner.ray import ray_runner
 

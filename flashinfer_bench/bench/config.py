@@ -6,6 +6,7 @@ global defaults, field by field; ``extra`` dicts are merged with ``dict.update``
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -121,6 +122,11 @@ class BenchmarkConfig(BaseModel):
         data = self.model_dump()
         data.update({k: v for k, v in overrides.items() if v is not None})
         return type(self).model_validate(data)
+
+    def cluster_address(self) -> str | None:
+        """The Ray cluster to run on: ``ray_address``, else ``$RAY_ADDRESS`` (as Ray's own tools read it); None
+        runs on this machine's devices."""
+        return self.ray_address or os.environ.get("RAY_ADDRESS")
 
     def resolve(self, definition: Definition) -> ResolvedEvalConfig:
         return resolve_eval_config(self, definition)

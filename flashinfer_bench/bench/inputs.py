@@ -8,25 +8,19 @@ still know what the solution was given. The judge derives seeds from a secret of
 
 from __future__ import annotations
 
-import hashlib
 import math
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from flashinfer_bench.bench.seeds import stable_seed
 from flashinfer_bench.data import Definition, DType, SafetensorsInput, ScalarInput, TensorSpec, Workload
 from flashinfer_bench.data.workload_check import read_blob_tensor
 
 #: Random integer inputs are uniform in this half-open range; index-like inputs should be given explicitly.
 RANDOM_INT_RANGE = (0, 64)
 _DRAWN_DIRECTLY = frozenset({DType.FLOAT32, DType.FLOAT16, DType.BFLOAT16})
-
-
-def stable_seed(*parts: object) -> int:
-    """A 63-bit seed from ``parts``, the same in every process (Python's ``hash`` of a str is not)."""
-    digest = hashlib.sha256("/".join(str(part) for part in parts).encode()).digest()
-    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
 
 def _random_tensor(spec: TensorSpec, shape: tuple[int, ...], name: str, definition: Definition,

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from flashinfer_bench.bench.inputs import stable_seed
+from flashinfer_bench.bench.seeds import stable_seed
 from flashinfer_bench.data import Definition, DType, SafetensorsInput, ScalarInput, Workload
 from flashinfer_bench.data.constraints import ShapeOnly
 

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from flashinfer_bench.bench.config import BenchmarkConfig
+    from flashinfer_bench.bench.runner.base import Runner
     from flashinfer_bench.report.sources import Run
 
 EXIT_PROBLEMS_FOUND = 1
@@ -154,7 +156,7 @@ def load_reported(paths: Sequence[str]) -> tuple[Run, int]:
     return run, report_problems(run.problems, run.warnings)
 
 
-def load_config(args: argparse.Namespace):
+def load_config(args: argparse.Namespace) -> BenchmarkConfig:
     from flashinfer_bench.bench import BenchmarkConfig
 
     overrides = {field: getattr(args, flag) for flag, field in RUN_OVERRIDES.items()}
@@ -164,21 +166,47 @@ def load_config(args: argparse.Namespace):
 
 
 def command_run(args: argparse.Namespace, console: Console) -> int:
+    logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
+    config = load_config(args)
+    cluster_runner = start_cluster_runner(config)
+    try:
+        return run_trace_sets(args, console, config, cluster_runner)
+    finally:
+        if cluster_runner is not None:
+            cluster_runner.close()
+
+
+def start_cluster_runner(config: BenchmarkConfig) -> Runner | None:
+    """On a Ray cluster, the runner of the first trace set, started before anything heavy is imported or read: its
+    device hosts (a Ray worker, a device process, a judge on each device) start while this process imports torch and
+    reads the trace sets, as a local run's worker server does (``main``). None for a local run."""
+    address = config.cluster_address()
+    if not address:
+        return None
+    from flashinfer_bench.bench.runner.ray import ray_runner
+
+    return ray_runner(address, config)
+
+
+def run_trace_sets(args: argparse.Namespace, console: Console, config: BenchmarkConfig,
+                   cluster_runner: Runner | None) -> int:
     from flashinfer_bench.bench import Benchmark
     from flashinfer_bench.bench.summary import summarize
     from flashinfer_bench.cli.report import TerminalProgress, summary_tables
-
-    logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
     from flashinfer_bench.data import TraceSet
 
-    config = load_config(args)
     trace_sets = [TraceSet.from_path(path) for path in args.local]
     problems = 0
-    for trace_set in trace_sets:
+    for index, trace_set in enumerate(trace_sets):
         console.print(f"trace set {trace_set.root}", highlight=False)
         problems += report_problems(trace_set.problems, trace_set.trace_problems)
-        benchmark = Benchmark(trace_set, config, progress=TerminalProgress())
+        # The runner started ahead serves the first trace set; the next ones start their own (on a cluster, once
+        # its device hosts have gone: closing is idempotent).
+        factory = (lambda _: cluster_runner) if index == 0 and cluster_runner is not None else None
+        benchmark = Benchmark(trace_set, config, progress=TerminalProgress(), runner_factory=factory)
         result = benchmark.run_all(save_results=args.save_results, resume=args.resume)
+        if cluster_runner is not None:
+            cluster_runner.close()
         new_traces = list(benchmark.iter_new_traces(result))
         authors = {s.name: s.author for solutions in trace_set.solutions.values() for s in solutions}
         for table in summary_tables(summarize(new_traces, authors)):

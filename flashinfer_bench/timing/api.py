@@ -44,8 +44,11 @@ NOISE_LIMIT_PCT = 10.0
 
 # The lead-in is lengthened when the host submitted fn's first launch after the GPU had run out of work in
 # more than this fraction of a batch's samples; the batch is then measured again, at most LEAD_IN_TRIES times.
+# The dry runs are traced too, so that the first batch usually starts with a lead-in long enough.
 LATE_FRACTION = 0.25
 LEAD_IN_TRIES = 3
+# A lengthened lead-in lasts this many times the host's lateness it answers, plus LEAD_IN_SLACK_NS.
+LEAD_IN_GROWTH, LEAD_IN_SLACK_NS = 1.5, 10_000
 
 
 def bench_gpu_time(
@@ -271,21 +274,65 @@ class _CudaSampler:
                 self.method = CUDA_EVENTS
         return [t / self.calls for t in measure_events(steps.lead_in, steps.body, indices, self.dev, setup=steps.setup)]
 
+    def warm_up(self, count: int, *, traced: bool) -> None:
+        """The ``count`` dry runs. Under CUPTI, when ``traced`` (eager calls: a graph's replay has no host work
+        of fn's), they are traced as a batch is, and the lead-in starts out long enough for all but
+        LATE_FRACTION of them: a first batch measured again costs as many calls as it has samples."""
+        if traced and self.method == CUPTI and count:
+            try:
+                spans = self._measure(range(count))
+            except CuptiUnavailable as exc:
+                notices.warn_once(str(exc), self.notes)
+                self.method = CUDA_EVENTS
+            else:
+                # The first dry run pays one-off costs (compilation, module loads) that no sample will.
+                late = _lateness_to_cover(spans[1:] if len(spans) > 1 else spans)
+                if late > 0:
+                    self._lengthen_lead_in(late)
+                return
+        for i in range(count):
+            self.steps.prepare(i)
+            self.steps.body(i)
+            if self.steps.setup is not None:  # the next setup runs once this call's work has finished
+                torch.cuda.synchronize(self.dev)
+        torch.cuda.synchronize(self.dev)
+
     def _trace(self, indices: range) -> list[IterationSpan]:
         """The batch's spans, measured again with a longer lead-in while the host was late with fn's first
         launch in too many samples."""
         for _ in range(LEAD_IN_TRIES):
-            spans = measure_cupti(self.cupti, extended(self.steps.lead_in, self.extra_lead_in_ns), self.steps.body,
-                                  indices, self.dev, setup=self.steps.setup, launch_ns=self.launch_ns)
-            found = [s for s in spans if s is not None]
-            late = [s.first_late_ns for s in found if s.first_late_ns > 0]
-            if len(late) <= LATE_FRACTION * len(found) or self.extra_lead_in_ns >= MAX_EXTRA_LEAD_IN_NS:
+            found = self._measure(indices)
+            late = _lateness_to_cover(found)
+            if late == 0 or self.extra_lead_in_ns >= MAX_EXTRA_LEAD_IN_NS:
                 break
-            self.extra_lead_in_ns = min(MAX_EXTRA_LEAD_IN_NS, self.extra_lead_in_ns + int(1.5 * max(late)) + 10_000)
+            self._lengthen_lead_in(late)
+        return found
+
+    def _measure(self, indices: range) -> list[IterationSpan]:
+        """One traced batch with the current lead-in: the spans of the samples that ran GPU work; the
+        launch-gap estimate updated from what it observed."""
+        spans = measure_cupti(self.cupti, extended(self.steps.lead_in, self.extra_lead_in_ns), self.steps.body,
+                              indices, self.dev, setup=self.steps.setup, launch_ns=self.launch_ns)
+        found = [s for s in spans if s is not None]
         observed = [s.launch_gap_ns for s in found if s.launch_gap_ns is not None]
         if observed:
             self.launch_ns = statistics.median(observed)
         return found
+
+    def _lengthen_lead_in(self, late_ns: int) -> None:
+        """Lengthen the lead-in for a host that submitted fn's first launch ``late_ns`` after it ended."""
+        grown = self.extra_lead_in_ns + int(LEAD_IN_GROWTH * late_ns) + LEAD_IN_SLACK_NS
+        self.extra_lead_in_ns = min(MAX_EXTRA_LEAD_IN_NS, grown)
+
+
+def _lateness_to_cover(spans: list[IterationSpan]) -> int:
+    """How late the host was with fn's first launch in the latest sample but LATE_FRACTION of ``spans`` (0 when
+    at most that fraction was late): what a longer lead-in must answer. Not the latest of all, so that one
+    sample's hiccup does not lengthen every later one."""
+    if not spans:
+        return 0
+    late = sorted(s.first_late_ns for s in spans)
+    return late[len(late) - 1 - int(LATE_FRACTION * len(late))]
 
 
 def _time_cuda(
@@ -305,12 +352,8 @@ def _time_cuda(
         fn(*call_args, **call_kwargs)
 
     steps = SampleSteps(lead_in=lead_in_step(dev, flush=policy == FLUSH_L2), body=call, setup=before_each)
-    for i in range(options.dry_run_iters):
-        steps.prepare(i)
-        call(i)
-        if before_each is not None:  # the next before_each runs once this call's work has finished
-            torch.cuda.synchronize(dev)
-    torch.cuda.synchronize(dev)
+    sampler = _CudaSampler(method, cupti, steps, 1, dev, notes)
+    sampler.warm_up(options.dry_run_iters, traced=not options.use_cuda_graph)
 
     calls, graphed = 1, False
     if options.use_cuda_graph:
@@ -323,9 +366,9 @@ def _time_cuda(
         else:
             graph.replay()
             torch.cuda.synchronize(dev)
-            steps, graphed = SampleSteps(steps.lead_in, lambda _: graph.replay(), steps.setup), True
+            sampler.steps = SampleSteps(steps.lead_in, lambda _: graph.replay(), steps.setup)
+            sampler.calls, graphed = calls, True
 
-    sampler = _CudaSampler(method, cupti, steps, calls, dev, notes)
     clocks_before = sm_clock_mhz(dev)
     outcome = sample_until(_IndexedBatches(sampler), options.num_iters, options.target_ci_pct,
                            options.time_budget_s)

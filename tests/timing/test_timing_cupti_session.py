@@ -287,6 +287,53 @@ def test_sampler_lengthens_the_lead_in_while_the_host_is_late_and_carries_the_la
     assert calls == [None, None, 1_000]  # later batches get the gap observed so far
 
 
+def test_traced_dry_runs_size_the_first_lead_in(monkeypatch):
+    from flashinfer_bench.timing.cupti_records import IterationSpan
+
+    def span(late_ns):
+        return IterationSpan(0, 10_000, 1, 5_000, 6_000, first_late_ns=late_ns,
+                             launch_gap_ns=None if late_ns else 900)
+
+    # Ten dry runs: one-off costs in the first (left out), the host 20-30 us late in three more; the rest early.
+    dry = [span(500_000), span(20_000), span(30_000), span(20_000)] + [span(0)] * 6
+    batches = []
+
+    def measure(cupti, prepare, body, indices, dev, *, setup=None, launch_ns=None):
+        batches.append((len(indices), launch_ns))
+        return dry if len(batches) == 1 else [span(0)] * len(indices)
+
+    monkeypatch.setattr(api, "measure_cupti", measure)
+    sampler = api._CudaSampler(CUPTI, object(), NO_STEPS, 1, torch.device("cpu"), [])
+    sampler.warm_up(10, traced=True)
+    # The lead-in covers all but a quarter of the other nine (the 7th of 9 in order of lateness: 20 us).
+    assert sampler.extra_lead_in_ns == int(api.LEAD_IN_GROWTH * 20_000) + api.LEAD_IN_SLACK_NS
+    assert sampler.launch_ns == 900
+    assert sampler(range(5)) == [0.006] * 5
+    assert batches == [(10, None), (5, 900)]  # the first batch measured once, with the dry runs' launch gap
+
+
+def test_dry_runs_with_the_host_early_leave_the_lead_in_alone(monkeypatch):
+    from flashinfer_bench.timing.cupti_records import IterationSpan
+
+    early = IterationSpan(0, 10_000, 1, 5_000, 6_000)
+    monkeypatch.setattr(api, "measure_cupti", lambda *a, **k: [early, early, None])
+    sampler = api._CudaSampler(CUPTI, object(), NO_STEPS, 1, torch.device("cpu"), [])
+    sampler.warm_up(3, traced=True)
+    assert sampler.extra_lead_in_ns == 0 and sampler.method == CUPTI
+
+
+def test_untraced_dry_runs_run_each_step_once(monkeypatch):
+    ran, synced = [], []
+    steps = SampleSteps(lambda i: ran.append(("lead-in", i)), lambda i: ran.append(("call", i)),
+                        lambda i: ran.append(("setup", i)))
+    monkeypatch.setattr(api, "measure_cupti", lambda *a, **k: pytest.fail("a graph's dry runs are not traced"))
+    monkeypatch.setattr(torch.cuda, "synchronize", synced.append)
+    sampler = api._CudaSampler(CUPTI, object(), steps, 1, torch.device("cpu"), [])
+    sampler.warm_up(2, traced=False)
+    assert ran == [("setup", 0), ("lead-in", 0), ("call", 0), ("setup", 1), ("lead-in", 1), ("call", 1)]
+    assert len(synced) == 3  # after each call (a setup follows), and once at the end
+
+
 def test_sampler_gives_up_lengthening_at_the_cap(monkeypatch):
     from flashinfer_bench.timing import lead_in
     from flashinfer_bench.timing.cupti_records import IterationSpan

@@ -9,19 +9,14 @@ solution cannot tell a checked call from an unchecked one in advance.
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from flashinfer_bench.bench.config import ResolvedEvalConfig
-from flashinfer_bench.bench.inputs import InputPlan, stable_seed
+from flashinfer_bench.bench.inputs import InputPlan
+from flashinfer_bench.bench.seeds import stable_seed
 from flashinfer_bench.data import Definition, Workload
-
-
-def new_run_secret() -> int:
-    """A fresh 128-bit secret for one run."""
-    return secrets.randbits(128)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from flashinfer_bench.bench.evaluators.evaluator import Baseline, CorrectnessRes
 from flashinfer_bench.bench.evaluators.harness import seeded
 from flashinfer_bench.bench.evaluators.solution import SolutionHandle
 from flashinfer_bench.bench.evaluators.timed import TimedCheck
-from flashinfer_bench.bench.inputs import stable_seed
+from flashinfer_bench.bench.seeds import stable_seed
 from flashinfer_bench.data import Correctness, Definition, DType, EvaluationStatus
 
 DEFAULT_VALIDATION_TRIALS = 100

@@ -16,12 +16,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from flashinfer_bench.bench.evaluators.context import new_run_secret
 from flashinfer_bench.bench.runner.base import OnVerdict, Runner, Verdict
 from flashinfer_bench.bench.runner.capture import read_bounded
 from flashinfer_bench.bench.runner.device_slot import DeviceSlot
 from flashinfer_bench.bench.runner.protocol import WorkItem
 from flashinfer_bench.bench.runner.sandbox import SandboxPolicy
+from flashinfer_bench.bench.seeds import new_run_secret
 from flashinfer_bench.compile.cache import resolve_cache_root
 
 logger = logging.getLogger(__name__)

@@ -230,3 +230,21 @@ def test_an_output_on_another_device_than_the_reference_is_not_moved_and_passed(
     assert output_mismatch((torch.ones(4, device="meta"),), layout, "cpu") == (
         EvaluationStatus.INCORRECT_DTYPE, "output 'out' is on meta, expected cpu")
     assert judge(DefaultEvaluator, SCALE, lambda x, y: (x * 2 + y).to("meta")).status is EvaluationStatus.INCORRECT_DTYPE
+
+
+def test_the_planned_last_timed_call_is_always_picked_and_calls_beyond_it_only_at_random():
+    from flashinfer_bench.bench.evaluators.timed import TimedSchedule
+
+    ctx = evaluation_context(SCALE, WORKLOAD, CFG)
+
+    def picks(probability: float) -> list[bool]:
+        schedule = TimedSchedule(ctx, ("timed", 0), warmup=2, iterations=3, probability=probability)
+        schedule.first_seed()
+        picked = []
+        for index in range(12):  # the timer measured the batch again: 7 calls past the planned 5
+            picked.append(schedule.on_done(index))
+            schedule.next_seed()
+        return picked
+
+    assert picks(0.0) == [False] * 4 + [True] + [False] * 7
+    assert picks(1.0) == [True] * 12

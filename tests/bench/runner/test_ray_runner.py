@@ -236,6 +236,22 @@ def test_resume_after_the_driver_is_killed_mid_run(cluster, tmp_path):
 
 
 @pytest.mark.ray
+def test_the_cli_starts_the_cluster_first_and_runs_every_trace_set_given(cluster, tmp_path):
+    first = scale_add_set(tmp_path / "first", {"ok": OK}, sizes=(8, 16))
+    second = scale_add_set(tmp_path / "second", {"ok": OK, "ok_too": OK}, sizes=(8,))
+    run = subprocess.run([*CLI, "run", "--local", str(first), str(second), "--ray-address", cluster.address,
+                          *CLI_FLAGS], env={**child_env(), "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, timeout=240)
+    assert run.returncode == 0, run.stdout
+    lines = run.stdout.splitlines()  # in the order written
+    announced = [i for i, line in enumerate(lines) if line.startswith("ray cluster: 3 node(s)")]
+    # The device hosts were started before the trace sets were read; the second trace set started its own.
+    assert len(announced) == 2 and announced[0] < min(i for i, line in enumerate(lines) if "trace set" in line)
+    assert stored_pairs(first) == {("ok", "w8"): 1, ("ok", "w16"): 1}
+    assert stored_pairs(second) == {("ok", "w8"): 1, ("ok_too", "w8"): 1}
+
+
+@pytest.mark.ray
 def test_blob_inputs_reach_nodes_that_cannot_see_the_trace_set(cluster, tmp_path):
     """The driver runs in a mount namespace of its own, where the trace set is on a tmpfs no node sees: the
     blobs of the example's paged-attention workloads can only come through Ray's object store."""

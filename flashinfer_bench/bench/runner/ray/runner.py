@@ -19,10 +19,9 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flashinfer_bench.bench.config import BenchmarkConfig
-from flashinfer_bench.bench.evaluators.context import new_run_secret
 from flashinfer_bench.bench.runner.base import OnVerdict, Runner, Verdict
 from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
 from flashinfer_bench.bench.runner.ray.blobs import BlobShipper
@@ -36,8 +35,11 @@ from flashinfer_bench.bench.runner.ray.cluster import (
     one_line,
 )
 from flashinfer_bench.bench.runner.ray.protocol import HostInfo, ItemReport
-from flashinfer_bench.bench.runner.ray.scheduling import GroupQueue
+from flashinfer_bench.bench.seeds import new_run_secret
 from flashinfer_bench.data import EvaluationStatus
+
+if TYPE_CHECKING:
+    from flashinfer_bench.bench.runner.ray.scheduling import GroupQueue
 
 logger = logging.getLogger(__name__)
 
@@ -117,6 +119,8 @@ class RayRunner(Runner):
             return sum(not host.lost for host in self.hosts)
 
     def run(self, groups: Iterable[Sequence[WorkItem]], on_verdict: OnVerdict) -> None:
+        from flashinfer_bench.bench.runner.ray.scheduling import GroupQueue
+
         queue = GroupQueue(groups)
         with self._lock:
             hosts = [host for host in self.hosts if not host.lost]

@@ -1,0 +1,18 @@
+"""The run's secret and the seeds derived from it: plain integers, the same in every process (no torch here, so
+that a driver can draw a run's secret before it imports anything heavy)."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+
+def new_run_secret() -> int:
+    """A fresh 128-bit secret for one run."""
+    return secrets.randbits(128)
+
+
+def stable_seed(*parts: object) -> int:
+    """A 63-bit seed from ``parts``, the same in every process (Python's ``hash`` of a str is not)."""
+    digest = hashlib.sha256("/".join(str(part) for part in parts).encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
