@@ -36,6 +36,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -144,25 +146,37 @@ def cli_run(kind: str, root: Path, address: str, flags: list[str]) -> dict:
     return {"runner": kind, "wall_s": wall, "evaluations": len(statuses), "statuses": statuses}
 
 
-def compare_cli(root: Path, address: str, repeats: int, flags: list[str]) -> int:
+def alternate(repeats: int, run: Callable[[str], dict], seconds: str) -> list[dict]:
+    """``run("plain")`` then ``run("ray")``, ``repeats`` times; each row's ``seconds`` on stderr as it ends."""
     rows = []
     for _ in range(repeats):
         for kind in ("plain", "ray"):
-            rows.append(cli_run(kind, root, address, flags))
-            print(f"{kind}: {rows[-1]['wall_s']:.1f} s", file=sys.stderr, flush=True)
+            rows.append(run(kind))
+            print(f"{kind}: {rows[-1][seconds]:.1f} s", file=sys.stderr, flush=True)
+    return rows
+
+
+def status_counts(row: dict) -> dict[str, int]:
+    return dict(Counter(row["statuses"].values()))
+
+
+def ray_over_plain(rows: list[dict], seconds: str, what: str) -> int:
+    """Print the medians' ratio of ``seconds``, and whether every run gave the same verdicts (exit status)."""
     same = all(row["statuses"] == rows[0]["statuses"] for row in rows)
-    print(f"{'command':18}{'evaluations':>12}{'wall s':>8}  statuses")
-    for row in rows:
-        counts: dict[str, int] = {}
-        for status in row["statuses"].values():
-            counts[status] = counts.get(status, 0) + 1
-        print(f"{'run' if row['runner'] == 'plain' else 'run --ray-address':18}{row['evaluations']:>12}"
-              f"{row['wall_s']:>8.1f}  {counts}")
-    plain = statistics.median(row["wall_s"] for row in rows if row["runner"] == "plain")
-    ray = statistics.median(row["wall_s"] for row in rows if row["runner"] == "ray")
-    print(f"ray over plain, whole command (medians): {ray / plain:.3f}x ({ray - plain:+.1f} s); "
+    plain = statistics.median(row[seconds] for row in rows if row["runner"] == "plain")
+    ray = statistics.median(row[seconds] for row in rows if row["runner"] == "ray")
+    print(f"ray over plain, {what} (medians): {ray / plain:.3f}x ({ray - plain:+.1f} s); "
           f"verdicts {'the same' if same else 'DIFFER'} in every run")
     return 0 if same else 1
+
+
+def compare_cli(root: Path, address: str, repeats: int, flags: list[str]) -> int:
+    rows = alternate(repeats, lambda kind: cli_run(kind, root, address, flags), "wall_s")
+    print(f"{'command':18}{'evaluations':>12}{'wall s':>8}  statuses")
+    for row in rows:
+        print(f"{'run' if row['runner'] == 'plain' else 'run --ray-address':18}{row['evaluations']:>12}"
+              f"{row['wall_s']:>8.1f}  {status_counts(row)}")
+    return ray_over_plain(rows, "wall_s", "whole command")
 
 
 def driver_rates(verdicts: int) -> None:
@@ -254,7 +268,6 @@ def main() -> int:
     devices = local_devices(opts.devices)
     cluster = None if opts.ray_address else start_cluster(devices)
     address = opts.ray_address or cluster.address
-    rows = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             warm = build(Path(tmp) / "warm", opts.solutions, len(SIZES))
@@ -265,27 +278,18 @@ def main() -> int:
                     ("iterations", opts.iterations), ("warmup_runs", opts.warmup_runs),
                     ("num_trials", opts.num_trials)) if value is not None]
                 return compare_cli(root, address, opts.repeats, flags)
-            for _ in range(opts.repeats):
-                for kind in ("plain", "ray"):
-                    rows.append(evaluate(kind, root, config, devices, address))
-                    print(f"{kind}: {rows[-1]['evaluating_s']:.1f} s", file=sys.stderr, flush=True)
+            rows = alternate(opts.repeats, lambda kind: evaluate(kind, root, config, devices, address),
+                             "evaluating_s")
     finally:
         if cluster is not None:
             cluster.shutdown()
-    same = all(row["statuses"] == rows[0]["statuses"] for row in rows)
     print(f"{'runner':8}{'devices':>8}{'evaluations':>12}{'start-up s':>11}{'evaluating s':>13}{'ms/evaluation':>14}"
           f"  statuses")
     for row in rows:
-        counts: dict[str, int] = {}
-        for status in row["statuses"].values():
-            counts[status] = counts.get(status, 0) + 1
         print(f"{row['runner']:8}{row['devices']:>8}{row['evaluations']:>12}{row['startup_s']:>11.1f}"
-              f"{row['evaluating_s']:>13.1f}{1000 * row['evaluating_s'] / row['evaluations']:>14.1f}  {counts}")
-    plain = statistics.median(row["evaluating_s"] for row in rows if row["runner"] == "plain")
-    ray = statistics.median(row["evaluating_s"] for row in rows if row["runner"] == "ray")
-    print(f"ray over plain, evaluating (medians): {ray / plain:.3f}x ({ray - plain:+.1f} s); "
-          f"verdicts {'the same' if same else 'DIFFER'} in every run")
-    return 0 if same else 1
+              f"{row['evaluating_s']:>13.1f}{1000 * row['evaluating_s'] / row['evaluations']:>14.1f}  "
+              f"{status_counts(row)}")
+    return ray_over_plain(rows, "evaluating_s", "evaluating")
 
 
 if __name__ == "__main__":

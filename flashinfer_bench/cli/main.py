@@ -202,11 +202,12 @@ def run_trace_sets(args: argparse.Namespace, console: Console, config: Benchmark
         problems += report_problems(trace_set.problems, trace_set.trace_problems)
         # The runner started ahead serves the first trace set; the next ones start their own (on a cluster, once
         # its device hosts have gone: closing is idempotent).
-        factory = (lambda _: cluster_runner) if index == 0 and cluster_runner is not None else None
+        started = cluster_runner if index == 0 else None
+        factory = (lambda _, runner=started: runner) if started is not None else None
         benchmark = Benchmark(trace_set, config, progress=TerminalProgress(), runner_factory=factory)
         result = benchmark.run_all(save_results=args.save_results, resume=args.resume)
-        if cluster_runner is not None:
-            cluster_runner.close()
+        if started is not None:
+            started.close()
         new_traces = list(benchmark.iter_new_traces(result))
         authors = {s.name: s.author for solutions in trace_set.solutions.values() for s in solutions}
         for table in summary_tables(summarize(new_traces, authors)):

@@ -286,7 +286,7 @@ class _CudaSampler:
                 self.method = CUDA_EVENTS
             else:
                 # The first dry run pays one-off costs (compilation, module loads) that no sample will.
-                late = _lateness_to_cover(spans[1:] if len(spans) > 1 else spans)
+                late = _lateness_to_cover([s for s in spans[1:] or spans if s is not None])
                 if late > 0:
                     self._lengthen_lead_in(late)
                 return
@@ -301,23 +301,22 @@ class _CudaSampler:
         """The batch's spans, measured again with a longer lead-in while the host was late with fn's first
         launch in too many samples."""
         for _ in range(LEAD_IN_TRIES):
-            found = self._measure(indices)
+            found = [s for s in self._measure(indices) if s is not None]
             late = _lateness_to_cover(found)
             if late == 0 or self.extra_lead_in_ns >= MAX_EXTRA_LEAD_IN_NS:
                 break
             self._lengthen_lead_in(late)
         return found
 
-    def _measure(self, indices: range) -> list[IterationSpan]:
-        """One traced batch with the current lead-in: the spans of the samples that ran GPU work; the
+    def _measure(self, indices: range) -> list[IterationSpan | None]:
+        """One traced batch with the current lead-in: each sample's span (None where it ran no GPU work); the
         launch-gap estimate updated from what it observed."""
         spans = measure_cupti(self.cupti, extended(self.steps.lead_in, self.extra_lead_in_ns), self.steps.body,
                               indices, self.dev, setup=self.steps.setup, launch_ns=self.launch_ns)
-        found = [s for s in spans if s is not None]
-        observed = [s.launch_gap_ns for s in found if s.launch_gap_ns is not None]
+        observed = [s.launch_gap_ns for s in spans if s is not None and s.launch_gap_ns is not None]
         if observed:
             self.launch_ns = statistics.median(observed)
-        return found
+        return spans
 
     def _lengthen_lead_in(self, late_ns: int) -> None:
         """Lengthen the lead-in for a host that submitted fn's first launch ``late_ns`` after it ended."""
