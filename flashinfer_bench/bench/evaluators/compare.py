@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,11 +62,34 @@ def output_mismatch(outputs: Sequence[Any], expected: Sequence[TensorLayout],
 
 def value_errors(out: Any, ref: Any, rtol: float, atol: float) -> ValueErrors:
     """Element-wise |out - ref| <= atol + rtol * |ref|; any NaN/Inf in the output counts as unmatched."""
-    out_t = as_tensor(out).to(device=as_tensor(ref).device).double()
-    ref_t = as_tensor(ref).double()
-    total = out_t.numel()
+    ref_t = as_tensor(ref)
+    return row_errors(as_tensor(out).reshape(1, -1), ref_t.reshape(1, -1), rtol, atol)[0]
+
+
+def row_errors(outs: torch.Tensor, refs: torch.Tensor, rtol: float, atol: float) -> list[ValueErrors]:
+    """``value_errors`` of each row of two [rows, elements] tensors (e.g. one row per timed call), with one
+    transfer to the host (on a GPU, one synchronisation) for all of them.
+
+    Where every element of a row is finite in both, |out - ref| is finite everywhere and its maximum says so;
+    those rows need only the plain formula. A row whose maximum is not finite holds a NaN or an infinity in one
+    of them and is compared again by the full rule (``_errors_with_nonfinite``).
+    """
+    out_t = outs.to(device=refs.device).double()
+    ref_t = refs.double()
+    rows, total = ref_t.shape
     if total == 0:
-        return ValueErrors()
+        return [ValueErrors() for _ in range(rows)]
+    diff = (out_t - ref_t).abs()
+    scale = ref_t.abs()
+    within = diff <= scale * rtol + atol
+    relative = diff / scale.clamp_min(1e-12)
+    max_abs, max_rel, matched = torch.stack([diff.amax(dim=1), relative.amax(dim=1), within.sum(dim=1).double()]).tolist()
+    return [ValueErrors(max_abs[row], max_rel[row], int(matched[row]), total) if math.isfinite(max_abs[row])
+            else _errors_with_nonfinite(out_t[row], ref_t[row], rtol, atol) for row in range(rows)]
+
+
+def _errors_with_nonfinite(out_t: torch.Tensor, ref_t: torch.Tensor, rtol: float, atol: float) -> ValueErrors:
+    """``value_errors`` of two float64 rows of which one holds a NaN or an infinity."""
     finite = torch.isfinite(out_t)
     ref_finite = torch.isfinite(ref_t)
     # Non-finite outputs match only an identical non-finite reference (e.g. -inf log-sum-exp of an empty row).
@@ -74,7 +98,6 @@ def value_errors(out: Any, ref: Any, rtol: float, atol: float) -> ValueErrors:
     diff = torch.where(finite & ref_finite, diff, torch.where(same_nonfinite, 0.0, float("inf")))
     within = diff <= atol + rtol * ref_t.abs().nan_to_num(0.0, 0.0, 0.0)
     relative = diff / ref_t.abs().clamp_min(1e-12).nan_to_num(1.0, 1.0, 1.0)
-    # One transfer to the host (on a GPU, one synchronisation) for the four numbers.
     max_abs, max_rel, matched, nonfinite = torch.stack([
         diff.max(), relative.max(), within.sum().double(), (~finite & ~same_nonfinite).any().double(),
     ]).tolist()
@@ -82,6 +105,6 @@ def value_errors(out: Any, ref: Any, rtol: float, atol: float) -> ValueErrors:
         max_absolute_error=max_abs,
         max_relative_error=max_rel,
         matched=int(matched),
-        total=total,
+        total=out_t.numel(),
         nonfinite=bool(nonfinite),
     )

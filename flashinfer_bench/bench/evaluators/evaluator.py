@@ -17,13 +17,22 @@ its own clock refutes (evaluators/timed.py).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
 
+import torch
+
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.evaluators.calling import Callee, TimedCall, clone_inputs, invoke, written_inputs
-from flashinfer_bench.bench.evaluators.compare import ValueErrors, output_mismatch, value_errors
+from flashinfer_bench.bench.evaluators.compare import (
+    ValueErrors,
+    as_tensor,
+    output_mismatch,
+    row_errors,
+    value_errors,
+)
 from flashinfer_bench.bench.evaluators.context import EvaluationContext
 from flashinfer_bench.bench.evaluators.slot import output_layouts
 from flashinfer_bench.bench.evaluators.solution import SolutionHandle
@@ -174,14 +183,35 @@ class Evaluator(ABC):
         return total
 
     @classmethod
-    def check_timed_outputs(cls, definition: Definition, outputs: tuple[Any, ...], reference: tuple[Any, ...],
+    def output_errors_each(cls, definition: Definition, calls: Sequence[tuple[tuple[Any, ...], tuple[Any, ...]]],
+                           cfg: ResolvedEvalConfig) -> list[ValueErrors]:
+        """``output_errors`` of each (outputs, reference) pair. With the element-wise comparison (no
+        ``compare_output`` of the evaluator's own) the calls are compared together, one row each: one
+        synchronisation for all of them, where comparing them one by one costs one per output and call."""
+        if not calls:
+            return []
+        if cls.compare_output.__func__ is not Evaluator.compare_output.__func__:
+            return [cls.output_errors(definition, outputs, reference, cfg) for outputs, reference in calls]
+        totals = [ValueErrors() for _ in calls]
+        for position in range(len(definition.outputs)):
+            refs = torch.stack([as_tensor(reference[position]).reshape(-1) for _, reference in calls])
+            outs = torch.stack([as_tensor(outputs[position]).reshape(-1).to(refs.device) for outputs, _ in calls])
+            for call, errors in enumerate(row_errors(outs, refs, cfg.rtol, cfg.atol)):
+                totals[call] = totals[call].merge(errors)
+        return totals
+
+    @classmethod
+    def check_timed_outputs(cls, definition: Definition, calls: Sequence[tuple[tuple[Any, ...], tuple[Any, ...]]],
                             cfg: ResolvedEvalConfig) -> CorrectnessResult | None:
-        """The verdict on one timed call's outputs, or None where one call cannot be judged alone."""
-        result = cls.verdict(cls.output_errors(definition, outputs, reference, cfg), cfg)
-        if not result.passed:
-            result.message = ("the outputs of a timed call do not match the reference for the inputs it was "
-                              f"given: {result.message}")
-        return result
+        """The verdict on timed calls' outputs, each (outputs, reference) pair judged on its own: the first
+        that fails, else None. None too where calls cannot be judged one at a time."""
+        for errors in cls.output_errors_each(definition, calls, cfg):
+            result = cls.verdict(errors, cfg)
+            if not result.passed:
+                result.message = ("the outputs of a timed call do not match the reference for the inputs it was "
+                                  f"given: {result.message}")
+                return result
+        return None
 
     @classmethod
     def timed_check(cls, ctx: EvaluationContext, baseline: Baseline) -> TimedCheck:

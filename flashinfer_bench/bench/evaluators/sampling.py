@@ -16,6 +16,7 @@ average. The check fails a loop whose sum is far below what honest sampling give
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -88,7 +89,15 @@ class SamplingTimedCheck(TimedCheck):
         self.probability = 1.0
         self.score = self.honest_mean = self.honest_var = self.ignoring_mean = 0.0
 
-    def check(self, inputs: list[Any], outputs: tuple[torch.Tensor, ...]) -> CorrectnessResult | None:
+    def check(self, calls: list[tuple[list[Any], tuple[torch.Tensor, ...]]]) -> CorrectnessResult | None:
+        for inputs, outputs in calls:
+            result = self._score(inputs, outputs)
+            if result is not None:
+                return result
+        return None
+
+    def _score(self, inputs: list[Any], outputs: tuple[torch.Tensor, ...]) -> CorrectnessResult | None:
+        """Adds one call's samples to the session's score; a verdict only for samples outside [0, vocab)."""
         probs = probabilities(self.ctx.definition, inputs).double()
         probs = probs / probs.sum(dim=1, keepdim=True)
         vocab = probs.shape[1]
@@ -136,7 +145,7 @@ class SamplingEvaluator(Evaluator):
         return SamplingTimedCheck(cls, ctx, baseline)
 
     @classmethod
-    def check_timed_outputs(cls, definition: Definition, outputs: tuple[Any, ...], reference: tuple[Any, ...],
+    def check_timed_outputs(cls, definition: Definition, calls: Sequence[tuple[tuple[Any, ...], tuple[Any, ...]]],
                             cfg: ResolvedEvalConfig) -> CorrectnessResult | None:
         """None: one call's draws cannot be compared with the reference's (SamplingTimedCheck scores them)."""
         return None

@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 #: ``timed_check_probability``); the session's planned last call is always checked. Calls beyond it (the timer
 #: measures a batch again when the host was late with its launches, timing/api.py) are picked at random only.
 DEFAULT_TIMED_CHECK_PROBABILITY = 0.125
+#: The picked calls of a session are checked together (one comparison, evaluator.output_errors_each) in groups
+#: whose outputs take at most this many bytes: the comparison works on float64 copies of outputs and references.
+CHECK_GROUP_BYTES = 16 << 20
 #: A claimed latency under this fraction of the work left in a call's wall time, less the host allowance and the
 #: margin, is not believed.
 PLAUSIBLE_FRACTION = 0.5
@@ -110,11 +113,13 @@ class TimedCheck:
         self.evaluator, self.ctx, self.baseline = evaluator, ctx, baseline
         self.probability = float(ctx.config.extra.get("timed_check_probability", DEFAULT_TIMED_CHECK_PROBABILITY))
 
-    def check(self, inputs: list[Any], outputs: tuple[torch.Tensor, ...]) -> CorrectnessResult | None:
+    def check(self, calls: list[tuple[list[Any], tuple[torch.Tensor, ...]]]) -> CorrectnessResult | None:
+        """The first failing verdict among these timed calls (each its inputs and outputs), or None."""
         assert self.baseline.reference is not None
         ctx = self.ctx
-        reference = invoke(self.baseline.reference, ctx.definition, ctx.workload, clone_inputs(inputs), ctx.device)
-        return self.evaluator.check_timed_outputs(ctx.definition, outputs, reference, ctx.config)
+        pairs = [(outputs, invoke(self.baseline.reference, ctx.definition, ctx.workload, clone_inputs(inputs),
+                                  ctx.device)) for inputs, outputs in calls]
+        return self.evaluator.check_timed_outputs(ctx.definition, pairs, ctx.config)
 
     def finish(self) -> CorrectnessResult | None:
         """A verdict over all the checked calls together, for checks that need many (sampling)."""
@@ -167,11 +172,12 @@ class TimedSchedule:
     def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...], ship_ms: float) -> None:
         self.picked.append(PickedCall(index, self.seeds[index], outputs, ship_ms))
 
-    def picked_inputs(self) -> list[tuple[PickedCall, list[Any]]]:
-        """Each picked call with its inputs, drawn again here; the time of each draw is kept (``draw_ms``)."""
+    def picked_inputs(self, picked: list[PickedCall] | None = None) -> list[tuple[PickedCall, list[Any]]]:
+        """Each picked call (of ``picked``, else all) with its inputs, drawn again here; the time of each draw
+        is kept (``draw_ms``)."""
         device = self.ctx.device
         drawn = []
-        for call in self.picked:
+        for call in self.picked if picked is None else picked:
             synchronize(device)
             start = time.perf_counter()
             inputs = self.ctx.inputs(call.seed)
@@ -181,9 +187,14 @@ class TimedSchedule:
         return drawn
 
     def judge_picked(self, check: TimedCheck) -> CorrectnessResult | None:
-        """The first failing verdict among the picked calls (then ``check.finish``'s), or None."""
-        for call, inputs in self.picked_inputs():
-            result = check.check(inputs, tuple(t.to(self.ctx.device) for t in call.outputs))
+        """The first failing verdict among the picked calls (then ``check.finish``'s), or None. The calls are
+        checked in groups of at most CHECK_GROUP_BYTES of outputs (at least one call per group)."""
+        size = total_bytes(output_layouts(self.ctx.definition, self.ctx.workload))
+        per_group = max(1, CHECK_GROUP_BYTES // max(size, 1))
+        for first in range(0, len(self.picked), per_group):
+            group = self.picked_inputs(self.picked[first:first + per_group])
+            result = check.check([(inputs, tuple(t.to(self.ctx.device) for t in call.outputs))
+                                  for call, inputs in group])
             if result is not None and not result.passed:
                 return result
         return check.finish()

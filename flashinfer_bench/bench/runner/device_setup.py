@@ -131,7 +131,8 @@ def make_undumpable() -> None:
 
 @contextlib.contextmanager
 def profiled(role: str) -> Iterator[None]:
-    """cProfile around the body when $FLASHINFER_BENCH_PROFILE_DIR is set (the stats are written on a normal stop)."""
+    """cProfile around the body when $FLASHINFER_BENCH_PROFILE_DIR is set (the stats are written on a normal stop;
+    sandboxed workers may write there too: process_pool.profile_dirs)."""
     directory = os.environ.get(PROFILE_DIR_ENV)
     if not directory:
         yield
@@ -145,4 +146,7 @@ def profiled(role: str) -> Iterator[None]:
         yield
     finally:
         profile.disable()
-        profile.dump_stats(os.path.join(directory, f"{role}-{os.getpid()}-{time.monotonic_ns()}.prof"))
+        # Written aside and renamed: a process killed while writing (a retired worker) leaves no partial profile.
+        path = os.path.join(directory, f"{role}-{os.getpid()}-{time.monotonic_ns()}.prof")
+        profile.dump_stats(path + ".partial")
+        os.replace(path + ".partial", path)

@@ -6,6 +6,7 @@ The GPU check goes through NVML, which leaves no CUDA state behind to break the 
 """
 
 import os
+import sys
 
 os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 # A judge and its worker take turns, each waiting on the other between calls. With OpenMP's default policy,
@@ -35,10 +36,22 @@ def hash_triton_once() -> None:
             return
 
 
+def import_once(*modules: str) -> None:
+    """Import what every GPU worker imports later anyway, if it is installed: done here once, instead of in each
+    new worker (a spare's start-up, or a Triton solution's first item). Nothing of it touches the device."""
+    import importlib
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            continue
+
+
 if torch.cuda.is_available():
-    try:
-        import triton.language  # noqa: F401
-    except ImportError:
-        pass
-    else:
+    # CUPTI's Python package (the timer's; about 0.2-0.5 s to import with its ELF and library-finding helpers),
+    # and what Triton imports lazily on a process's first kernel launch (its compiler and, in recent versions,
+    # Gluon's language modules).
+    import_once("cupti", "triton.language", "triton.compiler.compiler", "triton.experimental.gluon.language")
+    if "triton.language" in sys.modules:
         hash_triton_once()

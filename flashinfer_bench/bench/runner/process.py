@@ -72,7 +72,7 @@ class WorkerProcess:
         scratch_parent.mkdir(parents=True, exist_ok=True)
         self.scratch = Path(tempfile.mkdtemp(prefix="worker-", dir=scratch_parent))
         self.judge_end, worker_end = context.Pipe()
-        policy = replace(policy, writable=(str(self.scratch),))
+        policy = replace(policy, writable=(str(self.scratch), *policy.writable))
         self.process = context.Process(target=worker_main, args=(worker_end, device, cache_root, self.scratch, policy),
                                        daemon=True, name=f"fib-worker-{device}")
         self.process.start()

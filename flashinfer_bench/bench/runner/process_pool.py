@@ -18,6 +18,7 @@ from pathlib import Path
 
 from flashinfer_bench.bench.runner.base import OnVerdict, Runner, Verdict
 from flashinfer_bench.bench.runner.capture import read_bounded
+from flashinfer_bench.bench.runner.device_setup import PROFILE_DIR_ENV
 from flashinfer_bench.bench.runner.device_slot import DeviceSlot
 from flashinfer_bench.bench.runner.protocol import WorkItem
 from flashinfer_bench.bench.runner.sandbox import SandboxPolicy
@@ -118,7 +119,14 @@ def worker_policy(hidden: Sequence[str]) -> SandboxPolicy:
     import multiprocessing.util
 
     hidden_dirs = {str(Path(p).resolve()) for p in (*hidden, multiprocessing.util.get_temp_dir())}
-    return SandboxPolicy(confine_writes=True, hidden=tuple(sorted(hidden_dirs)))
+    return SandboxPolicy(confine_writes=True, hidden=tuple(sorted(hidden_dirs)), writable=profile_dirs())
+
+
+def profile_dirs() -> tuple[str, ...]:
+    """Where a profiled run's workers write their profiles (device_setup.profiled): the one directory beyond
+    their scratch they may write, and only when the person running the benchmark asked for profiles."""
+    directory = os.environ.get(PROFILE_DIR_ENV)
+    return (str(Path(directory).resolve()),) if directory and Path(directory).is_dir() else ()
 
 
 def persistent_runner(devices: Sequence[str], *, timeout_seconds: float, cache_dir: str | None = None) -> ProcessRunner:

@@ -123,7 +123,7 @@ def test_every_timed_call_gets_inputs_no_call_saw_before():
 
 
 def test_sampling_outputs_are_not_judged_one_call_at_a_time():
-    assert SamplingEvaluator.check_timed_outputs(SCALE, (torch.zeros(1),), (torch.ones(1),), CFG) is None
+    assert SamplingEvaluator.check_timed_outputs(SCALE, [((torch.zeros(1),), (torch.ones(1),))], CFG) is None
 
 
 def test_timed_samples_that_ignore_their_inputs_fail_and_honest_ones_pass():

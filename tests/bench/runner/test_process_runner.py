@@ -224,3 +224,20 @@ def test_workers_may_write_their_scratch_only_and_cannot_see_the_logs(tmp_path):
     policy = worker_policy(hidden=[str(tmp_path / "logs")])
     assert policy.confine_writes and policy.writable == ()  # each worker gets its own scratch directory
     assert str((tmp_path / "logs").resolve()) in policy.hidden
+
+
+def test_workers_may_write_profiles_only_where_profiles_were_asked_for(tmp_path, monkeypatch):
+    import pstats
+
+    from flashinfer_bench.bench.runner.device_setup import PROFILE_DIR_ENV, profiled
+    from flashinfer_bench.bench.runner.process_pool import worker_policy
+
+    monkeypatch.setenv(PROFILE_DIR_ENV, str(tmp_path))
+    assert worker_policy(hidden=[]).writable == (str(tmp_path.resolve()),)
+    with profiled("worker"):
+        sum(range(1000))
+    written = list(tmp_path.iterdir())
+    assert len(written) == 1 and written[0].name.startswith("worker-") and written[0].suffix == ".prof"
+    assert pstats.Stats(str(written[0])).total_calls > 0  # complete: written aside, then renamed
+    monkeypatch.setenv(PROFILE_DIR_ENV, str(tmp_path / "missing"))
+    assert worker_policy(hidden=[]).writable == ()
