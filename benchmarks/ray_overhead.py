@@ -13,7 +13,8 @@ Prints a table last.
 
 ``--cli`` compares instead what a user waits for: the whole ``flashinfer-bench run`` command, a fresh process per run
 (plain, then with ``--ray-address`` against the cluster), each on a fresh copy of the trace set; the wall time
-of each command, from its start to its exit, and the statuses in the traces it wrote.
+of each command, from its start to its exit, when it had read the trace set and printed its first and its last
+verdict, and the statuses in the traces it wrote.
 
 ``--driver N`` measures instead what a run's driver does per verdict, alone (docs/scaling.md): N verdicts of a
 runner that answers every item at once, written as the CLI writes them (traces appended and fsynced, a progress
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import secrets
 import statistics
@@ -122,8 +124,14 @@ def evaluate(kind: str, root: Path, config, devices: list[str], address: str | N
             "statuses": {(t.solution, t.workload.uuid): t.evaluation.status.value for t in traces}}
 
 
+#: The CLI's lines that mark a command's phases: the trace set read, and each verdict ("[k/N] ...").
+TRACE_SET_LINE, VERDICT_LINE = re.compile(r"^trace set "), re.compile(r"^\[\d+/\d+\] ")
+
+
 def cli_run(kind: str, root: Path, address: str, flags: list[str]) -> dict:
-    """One ``flashinfer-bench run`` of a fresh copy of ``root``, in a fresh process: its wall time and statuses."""
+    """One ``flashinfer-bench run`` of a fresh copy of ``root``, in a fresh process: its wall time, when its
+    phases ended (its output read as it is written: the trace set read, the first and the last verdict), and
+    the statuses in the traces it wrote."""
     import shutil
     import subprocess
 
@@ -133,17 +141,29 @@ def cli_run(kind: str, root: Path, address: str, flags: list[str]) -> dict:
     if kind == "ray":
         command += ["--ray-address", address]
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True)
+    phases: dict[str, float] = {}
+    output: list[str] = []
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"}) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            now = time.perf_counter() - started
+            output.append(line)
+            if TRACE_SET_LINE.match(line):
+                phases.setdefault("read_s", now)
+            elif VERDICT_LINE.match(line):
+                phases.setdefault("first_verdict_s", now)
+                phases["last_verdict_s"] = now
     wall = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SystemExit(f"{kind}: exit {done.returncode}\n{done.stderr[-3000:]}")
+    if process.returncode != 0:
+        raise SystemExit(f"{kind}: exit {process.returncode}\n{''.join(output)[-3000:]}")
     statuses = {}
     for path in (copy / "traces").rglob("*.jsonl"):
         for line in path.read_text().splitlines():
             record = json.loads(line)
             statuses[(record["solution"], record["workload"]["uuid"])] = record["evaluation"]["status"]
     shutil.rmtree(copy.parent, ignore_errors=True)
-    return {"runner": kind, "wall_s": wall, "evaluations": len(statuses), "statuses": statuses}
+    return {"runner": kind, "wall_s": wall, **phases, "evaluations": len(statuses), "statuses": statuses}
 
 
 def alternate(repeats: int, run: Callable[[str], dict], seconds: str) -> list[dict]:
@@ -172,9 +192,11 @@ def ray_over_plain(rows: list[dict], seconds: str, what: str) -> int:
 
 def compare_cli(root: Path, address: str, repeats: int, flags: list[str]) -> int:
     rows = alternate(repeats, lambda kind: cli_run(kind, root, address, flags), "wall_s")
-    print(f"{'command':18}{'evaluations':>12}{'wall s':>8}  statuses")
+    print(f"{'command':18}{'evaluations':>12}{'read s':>8}{'first s':>9}{'last s':>8}{'wall s':>8}  statuses")
     for row in rows:
-        print(f"{'run' if row['runner'] == 'plain' else 'run --ray-address':18}{row['evaluations']:>12}"
+        phases = "".join(f"{row.get(key, float('nan')):>{width}.1f}"
+                         for key, width in (("read_s", 8), ("first_verdict_s", 9), ("last_verdict_s", 8)))
+        print(f"{'run' if row['runner'] == 'plain' else 'run --ray-address':18}{row['evaluations']:>12}{phases}"
               f"{row['wall_s']:>8.1f}  {status_counts(row)}")
     return ray_over_plain(rows, "wall_s", "whole command")
 
