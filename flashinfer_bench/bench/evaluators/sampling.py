@@ -89,16 +89,23 @@ class SamplingTimedCheck(TimedCheck):
         self.probability = 1.0
         self.score = self.honest_mean = self.honest_var = self.ignoring_mean = 0.0
 
-    def check(self, calls: list[tuple[list[Any], tuple[torch.Tensor, ...]]]) -> CorrectnessResult | None:
-        for inputs, outputs in calls:
-            result = self._score(inputs, outputs)
+    #: Every timed call is picked, and each keeps a [batch, vocab] tensor of probabilities: one at a time.
+    grouped = False
+
+    def expected(self, inputs: list[Any]) -> torch.Tensor:
+        """The probabilities the call was given."""
+        return probabilities(self.ctx.definition, inputs)
+
+    def check(self, calls: list[tuple[tuple[torch.Tensor, ...], Any]]) -> CorrectnessResult | None:
+        for outputs, probs in calls:
+            result = self._score(outputs, probs)
             if result is not None:
                 return result
         return None
 
-    def _score(self, inputs: list[Any], outputs: tuple[torch.Tensor, ...]) -> CorrectnessResult | None:
+    def _score(self, outputs: tuple[torch.Tensor, ...], given: torch.Tensor) -> CorrectnessResult | None:
         """Adds one call's samples to the session's score; a verdict only for samples outside [0, vocab)."""
-        probs = probabilities(self.ctx.definition, inputs).double()
+        probs = given.double()
         probs = probs / probs.sum(dim=1, keepdim=True)
         vocab = probs.shape[1]
         tokens = outputs[0].reshape(-1).long().to(probs.device)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import secrets
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from statistics import median
 from typing import TYPE_CHECKING, Any
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 #: measures a batch again when the host was late with its launches, timing/api.py) are picked at random only.
 DEFAULT_TIMED_CHECK_PROBABILITY = 0.125
 #: The picked calls of a session are checked together (one comparison, evaluator.output_errors_each) in groups
-#: whose outputs take at most this many bytes: the comparison works on float64 copies of outputs and references.
+#: whose outputs and reference outputs take at most this many bytes (compared as float64 copies).
 CHECK_GROUP_BYTES = 16 << 20
 #: A claimed latency under this fraction of the work left in a call's wall time, less the host allowance and the
 #: margin, is not believed.
@@ -113,13 +114,20 @@ class TimedCheck:
         self.evaluator, self.ctx, self.baseline = evaluator, ctx, baseline
         self.probability = float(ctx.config.extra.get("timed_check_probability", DEFAULT_TIMED_CHECK_PROBABILITY))
 
-    def check(self, calls: list[tuple[list[Any], tuple[torch.Tensor, ...]]]) -> CorrectnessResult | None:
-        """The first failing verdict among these timed calls (each its inputs and outputs), or None."""
+    #: Picked calls are judged in groups (``judge_picked``); a check that keeps large data per call judges them
+    #: one at a time.
+    grouped = True
+
+    def expected(self, inputs: list[Any]) -> Any:
+        """What a call's outputs are judged against, worked out from its inputs (which are not kept): here the
+        reference's outputs."""
         assert self.baseline.reference is not None
         ctx = self.ctx
-        pairs = [(outputs, invoke(self.baseline.reference, ctx.definition, ctx.workload, clone_inputs(inputs),
-                                  ctx.device)) for inputs, outputs in calls]
-        return self.evaluator.check_timed_outputs(ctx.definition, pairs, ctx.config)
+        return invoke(self.baseline.reference, ctx.definition, ctx.workload, clone_inputs(inputs), ctx.device)
+
+    def check(self, calls: list[tuple[tuple[torch.Tensor, ...], Any]]) -> CorrectnessResult | None:
+        """The first failing verdict among these timed calls (each its outputs and its ``expected``), or None."""
+        return self.evaluator.check_timed_outputs(self.ctx.definition, calls, self.ctx.config)
 
     def finish(self) -> CorrectnessResult | None:
         """A verdict over all the checked calls together, for checks that need many (sampling)."""
@@ -172,29 +180,27 @@ class TimedSchedule:
     def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...], ship_ms: float) -> None:
         self.picked.append(PickedCall(index, self.seeds[index], outputs, ship_ms))
 
-    def picked_inputs(self, picked: list[PickedCall] | None = None) -> list[tuple[PickedCall, list[Any]]]:
-        """Each picked call (of ``picked``, else all) with its inputs, drawn again here; the time of each draw
-        is kept (``draw_ms``)."""
+    def picked_inputs(self, picked: list[PickedCall] | None = None) -> Iterator[tuple[PickedCall, list[Any]]]:
+        """Each picked call (of ``picked``, else all) with its inputs, drawn again here one call at a time; the
+        time of each draw is kept (``draw_ms``)."""
         device = self.ctx.device
-        drawn = []
         for call in self.picked if picked is None else picked:
             synchronize(device)
             start = time.perf_counter()
             inputs = self.ctx.inputs(call.seed)
             synchronize(device)
             self.draw_ms.append((time.perf_counter() - start) * 1e3)
-            drawn.append((call, inputs))
-        return drawn
+            yield call, inputs
 
     def judge_picked(self, check: TimedCheck) -> CorrectnessResult | None:
         """The first failing verdict among the picked calls (then ``check.finish``'s), or None. The calls are
         checked in groups of at most CHECK_GROUP_BYTES of outputs (at least one call per group)."""
-        size = total_bytes(output_layouts(self.ctx.definition, self.ctx.workload))
-        per_group = max(1, CHECK_GROUP_BYTES // max(size, 1))
+        # Outputs and expected values (the reference's outputs) of a group are held together; inputs one at a time.
+        size = 2 * total_bytes(output_layouts(self.ctx.definition, self.ctx.workload))
+        per_group = max(1, CHECK_GROUP_BYTES // max(size, 1)) if check.grouped else 1
         for first in range(0, len(self.picked), per_group):
-            group = self.picked_inputs(self.picked[first:first + per_group])
-            result = check.check([(inputs, tuple(t.to(self.ctx.device) for t in call.outputs))
-                                  for call, inputs in group])
+            result = check.check([(tuple(t.to(self.ctx.device) for t in call.outputs), check.expected(inputs))
+                                  for call, inputs in self.picked_inputs(self.picked[first:first + per_group])])
             if result is not None and not result.passed:
                 return result
         return check.finish()
@@ -272,7 +278,8 @@ def calibrate(ctx: EvaluationContext, noop: SolutionHandle) -> ClockFloor:
     calls = min(CALIBRATION_CALLS, ctx.config.iterations)
     schedule = TimedSchedule(ctx, ("calibration",), warmup, calls, CALIBRATION_PICK_PROBABILITY)
     noop.time(calls, warmup, schedule)
-    schedule.picked_inputs()  # the judge's own draw times, to subtract
+    for _ in schedule.picked_inputs():  # the judge's own draw times, to subtract
+        pass
     return schedule.floor()
 
 
