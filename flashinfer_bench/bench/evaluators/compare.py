@@ -62,8 +62,7 @@ def output_mismatch(outputs: Sequence[Any], expected: Sequence[TensorLayout],
 
 def value_errors(out: Any, ref: Any, rtol: float, atol: float) -> ValueErrors:
     """Element-wise |out - ref| <= atol + rtol * |ref|; any NaN/Inf in the output counts as unmatched."""
-    ref_t = as_tensor(ref)
-    return row_errors(as_tensor(out).reshape(1, -1), ref_t.reshape(1, -1), rtol, atol)[0]
+    return row_errors(as_tensor(out).reshape(1, -1), as_tensor(ref).reshape(1, -1), rtol, atol)[0]
 
 
 def row_errors(outs: torch.Tensor, refs: torch.Tensor, rtol: float, atol: float) -> list[ValueErrors]:

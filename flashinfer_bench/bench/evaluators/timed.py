@@ -50,7 +50,8 @@ if TYPE_CHECKING:
 #: measures a batch again when the host was late with its launches, timing/api.py) are picked at random only.
 DEFAULT_TIMED_CHECK_PROBABILITY = 0.125
 #: The picked calls of a session are checked together (one comparison, evaluator.output_errors_each) in groups
-#: whose outputs and reference outputs take at most this many bytes (compared as float64 copies).
+#: whose outputs and reference outputs take at most this many bytes (the comparison's float64 copies of them take
+#: up to 4x that for 16-bit outputs).
 CHECK_GROUP_BYTES = 16 << 20
 #: A claimed latency under this fraction of the work left in a call's wall time, less the host allowance and the
 #: margin, is not believed.
@@ -194,7 +195,7 @@ class TimedSchedule:
 
     def judge_picked(self, check: TimedCheck) -> CorrectnessResult | None:
         """The first failing verdict among the picked calls (then ``check.finish``'s), or None. The calls are
-        checked in groups of at most CHECK_GROUP_BYTES of outputs (at least one call per group)."""
+        checked in groups of at most CHECK_GROUP_BYTES of outputs and expected values (at least one call per group)."""
         # Outputs and expected values (the reference's outputs) of a group are held together; inputs one at a time.
         size = 2 * total_bytes(output_layouts(self.ctx.definition, self.ctx.workload))
         per_group = max(1, CHECK_GROUP_BYTES // max(size, 1)) if check.grouped else 1

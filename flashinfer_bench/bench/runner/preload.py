@@ -49,9 +49,12 @@ def import_once(*modules: str) -> None:
 
 
 if torch.cuda.is_available():
-    # CUPTI's Python package (the timer's; about 0.2-0.5 s to import with its ELF and library-finding helpers),
+    # CUPTI's Python package, loaded as the timer loads it (about 0.2-0.5 s with its ELF and library helpers),
     # and what Triton imports lazily on a process's first kernel launch (its compiler and, in recent versions,
     # Gluon's language modules).
-    import_once("cupti", "triton.language", "triton.compiler.compiler", "triton.experimental.gluon.language")
+    from flashinfer_bench.timing.cupti_timer import load_cupti
+
+    load_cupti()
+    import_once("triton.language", "triton.compiler.compiler", "triton.experimental.gluon.language")
     if "triton.language" in sys.modules:
         hash_triton_once()
