@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 from flashinfer_bench.data import TraceSet
+from flashinfer_bench.report.results import results
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "trace-set"
 #: The GPU's own gap before a second, back-to-back kernel (launch processing), which the spin also adds.
@@ -95,6 +96,32 @@ def slow_down(root: Path, solution_name: str, base: TraceSet, fraction: float) -
           f"{cycles}")
 
 
+def explain(base_root: Path, candidate_root: Path, slowed: str) -> None:
+    """Each solution's ratios (a shift shared by a solution's workloads shows here), and what each side recorded
+    for every match whose verdict is not the expected one: latency, interval, trials."""
+    from flashinfer_bench.report.compare import SAME, SLOWER, compare_runs
+    from flashinfer_bench.report.sources import load_run
+
+    base, candidate = load_run([base_root]), load_run([candidate_root])
+    comparison = compare_runs(results(base.traces, {}), results(candidate.traces, {}))
+    print(f"drift: sigma {comparison.drift_sigma:.4f} of log ratio; z {comparison.z:.2f}")
+    by_solution: dict[str, list[float]] = {}
+    for match in comparison.matches:
+        if match.ratio is not None:
+            by_solution.setdefault(match.base.solution, []).append(match.ratio)
+    for solution, ratios in sorted(by_solution.items()):
+        print(f"  {solution}: {' '.join(f'{r:.3f}' for r in ratios)}")
+    for match in comparison.matches:
+        if match.verdict is None or match.verdict == (SLOWER if match.base.solution == slowed else SAME):
+            continue
+        print(f"{match.verdict} {match.base.solution} {dict(match.base.axes)} ratio {match.ratio:.3f} band "
+              f"{match.band[0]:.3f}-{match.band[1]:.3f}")
+        for side, result in (("base", match.base), ("candidate", match.candidate)):
+            spread = result.spread
+            print(f"  {side}: {result.latency_ms:.5f} ms, interval {spread.latency_ci95_ms}, trials "
+                  f"{spread.trial_latencies_ms}, {spread.samples} samples, {spread.timing_method}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--solution", default="moe_fp8_block_scale_ds_routing_topk2_ng4_kg2_e8_h128_i128_triton")
@@ -128,6 +155,7 @@ def main() -> int:
         print(f"{'slowed solution' if slowed else 'unchanged      '}: {verdict} {n}")
     expected = {(True, "SLOWER"), (False, "SAME")}
     wrong = sum(n for key, n in verdicts.items() if key not in expected)
+    explain(base_root, candidate_root, opts.solution)
     print(f"report compare: exit {status}; {wrong} evaluation(s) not as expected")
     return 1 if wrong or not verdicts[(True, "SLOWER")] else 0
 

@@ -3,6 +3,7 @@ terminal)."""
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Iterator
@@ -22,7 +23,15 @@ from rich.table import Table
 
 from flashinfer_bench.bench.summary import AuthorSummary, SolutionSummary, Tally, best_solutions
 from flashinfer_bench.data import Trace
-from flashinfer_bench.report.compare import FASTER, SAME, SLOWER, Comparison, Match, reading_order
+from flashinfer_bench.report.compare import (
+    FALSE_CALL_RATE,
+    FASTER,
+    SAME,
+    SLOWER,
+    Comparison,
+    Match,
+    reading_order,
+)
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -104,11 +113,11 @@ def comparison_tables(comparison: Comparison, *, changes_only: bool = False) -> 
         if not shown:
             continue
         table = Table(title=definition, title_justify="left")
-        for column in ("solution", "workload", "base (ms)", "candidate (ms)", "ratio", "noise", "verdict"):
+        for column in ("solution", "workload", "base (ms)", "candidate (ms)", "ratio", "same within", "verdict"):
             table.add_column(column, justify="left" if column in ("solution", "workload", "verdict") else "right")
         for match in shown:
             axes = ", ".join(f"{k}={v}" for k, v in sorted(match.base.axes.items())) or match.base.workload[:8]
-            noise = "-" if match.threshold is None else f"±{100 * match.threshold:.1f}%" + ("*" if match.assumed_noise else "")
+            noise = "-" if match.band is None else _band(match.band) + ("*" if match.assumed_noise else "")
             table.add_row(match.base.solution, axes, _fmt(match.base.latency_ms, 4),
                           _fmt(match.candidate.latency_ms, 4), _times(match.ratio), noise, _verdict_cell(match))
         tables.append(table)
@@ -123,12 +132,21 @@ def comparison_tables(comparison: Comparison, *, changes_only: bool = False) -> 
     return tables
 
 
+def _band(band: tuple[float, float]) -> str:
+    """The ratios between which a match is SAME: "0.91-1.10x", or ">= 0.91x" when nothing bounds it above."""
+    low, high = band
+    return f">= {low:.2f}x" if math.isinf(high) else f"{low:.2f}-{high:.2f}x"
+
+
 def comparison_notes(comparison: Comparison) -> list[str]:
     """What a reader of the tables must know: unmatched evaluations, and noise that was assumed."""
+    timed = sum(m.ratio is not None for m in comparison.matches)
     notes = [f"matched {len(comparison.matches)} evaluations by (definition, solution, workload); "
              f"{len(comparison.only_base)} only in the base run, {len(comparison.only_candidate)} only in the "
              f"candidate; a change is called beyond both runs' noise and their drift (±"
-             f"{100 * comparison.drift:.1f}%, measured over the evaluations timed in both) combined, and at least "
+             f"{100 * comparison.drift:.1f}% for one evaluation, measured over the evaluations timed in both) "
+             f"combined, at {comparison.z:.2f} standard deviations so that the {timed} timed evaluations together "
+             f"are called wrongly with a chance of at most {100 * FALSE_CALL_RATE:g}%, and at least "
              f"{100 * comparison.min_change:g}%"]
     if comparison.assumed_noise:
         notes.append(f"* {comparison.assumed_noise} timed evaluation(s) had a side that recorded no spread: its "

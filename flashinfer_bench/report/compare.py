@@ -1,16 +1,23 @@
 """Two runs compared evaluation by evaluation, matched by (definition, solution, workload).
 
-A latency change is called only when it is larger than the noise of both measurements and the drift between
-the two runs: with relative noises n_b and n_c (each the reach of a 95% interval,
-``noise.Spread.relative_noise``) and the runs' drift d, the ratio candidate / base is called SLOWER above 1 + t
-and FASTER below 1 / (1 + t), where t = max(sqrt(n_b^2 + n_c^2 + d^2), min_change), and SAME between. A side
-that recorded no spread is given ``default_noise`` instead, and the match says so.
+Latencies are compared in log space, where a ratio and its inverse are as far from 1. Each side's noise is its
+95% interval (``noise.Spread.interval``), read as standard deviations of its log latency below and above it
+(an interval that reaches 0 bounds nothing below). With the runs' drift d (below), the ratio r = candidate /
+base is called SLOWER when log r exceeds z * sqrt(below_c^2 + above_b^2 + d^2) (the candidate may truly be
+lower and the base higher than measured), FASTER when -log r exceeds z * sqrt(above_c^2 + below_b^2 + d^2),
+and SAME between; either way by at least ``min_change``. A side that recorded no spread is given
+``default_noise`` instead, and the match says so.
+
+z makes the calls hold for the comparison as a whole: with N evaluations timed in both runs, each is judged at
+the two-sided normal quantile of FALSE_CALL_RATE / N (Bonferroni), so that all unchanged evaluations together
+are called a change with a chance of at most FALSE_CALL_RATE; for one evaluation z is 1.96. At 95% each, a
+report of 30 unchanged evaluations would call one or two of them a change by chance alone.
 
 One run's interval says how well that run pinned its median down, not how far another run of the same code
 lands: across two runs of the example trace set on an H100 (docs/measurements.md) unchanged evaluations moved by
 up to 10% while their intervals reached 1-2%. The drift is measured from the two runs themselves: the spread of
 log(candidate / base) over every evaluation timed in both (the median absolute deviation from their median,
-scaled to a 95% reach of a normal spread, which a minority of real changes barely moves), once at least
+scaled to a normal spread's standard deviation, which a minority of real changes barely moves), once at least
 DRIFT_MIN_MATCHES evaluations are timed in both; with fewer it is 0. A change shared by all evaluations (a
 whole run 20% slower) moves the median, not the spread, and is still called.
 """
@@ -22,6 +29,7 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from statistics import NormalDist
 
 from flashinfer_bench.bench.summary import PASSED, geometric_mean
 from flashinfer_bench.report.noise import DEFAULT_NOISE
@@ -33,18 +41,24 @@ SAME, FASTER, SLOWER = "SAME", "FASTER", "SLOWER"
 DEFAULT_MIN_CHANGE = 0.01
 #: The fewest evaluations timed in both runs from which their drift is measured.
 DRIFT_MIN_MATCHES = 8
+#: The chance, over a whole comparison, that any unchanged evaluation is called a change.
+FALSE_CALL_RATE = 0.05
 #: A normal spread's standard deviation per median absolute deviation, and its 95% reach per deviation.
 MAD_TO_SIGMA = 1.4826
 REACH_95 = 1.96
+
+#: A latency's 95% interval [low, high] (low may be 0 or less: unbounded below).
+Interval = tuple[float, float]
 
 
 @dataclass(frozen=True)
 class Match:
     base: Result
     candidate: Result
-    #: Both PASSED: candidate latency / base latency, the relative change needed to call it, and the call.
+    #: Both PASSED: candidate latency / base latency, the ratios between which it is SAME (FASTER below the
+    #: first, SLOWER above the second, which is infinite where the noise bounds nothing), and the call.
     ratio: float | None = None
-    threshold: float | None = None
+    band: tuple[float, float] | None = None
     verdict: str | None = None
     #: The noise of a side was assumed (it recorded no spread).
     assumed_noise: bool = False
@@ -110,8 +124,16 @@ class Comparison:
     only_candidate: list[tuple[str, str, str]]
     min_change: float
     default_noise: float
-    #: The drift between the two runs, relative (see the module docstring): 0 below DRIFT_MIN_MATCHES.
-    drift: float = 0.0
+    #: The drift between the two runs: the standard deviation of log(candidate / base) of unchanged
+    #: evaluations (see the module docstring); 0 below DRIFT_MIN_MATCHES.
+    drift_sigma: float = 0.0
+    #: How many standard deviations out a change is called (see the module docstring).
+    z: float = REACH_95
+
+    @property
+    def drift(self) -> float:
+        """The drift as the relative reach of one evaluation's 95% interval."""
+        return math.exp(REACH_95 * self.drift_sigma) - 1.0
 
     @property
     def matches(self) -> list[Match]:
@@ -128,16 +150,35 @@ class Comparison:
                 if m.broke or (m.verdict == SLOWER and m.change_pct is not None and m.change_pct > threshold_pct)]
 
 
-def judge(base_ms: float, base_noise: float, candidate_ms: float, candidate_noise: float,
-          min_change: float, drift: float = 0.0) -> tuple[float, float, str]:
-    """(ratio, threshold, verdict) for two latencies with their relative noises (see the module docstring)."""
+def confidence_z(compared: int) -> float:
+    """Standard deviations out at which a change is called when ``compared`` evaluations are judged together
+    (the module docstring): 1.96 for one."""
+    return NormalDist().inv_cdf(1.0 - FALSE_CALL_RATE / (2 * max(compared, 1)))
+
+
+def log_sigmas(latency_ms: float, interval: Interval) -> tuple[float, float]:
+    """(below, above): standard deviations of log(latency) read from its 95% interval; below is infinite when the
+    interval reaches 0."""
+    low, high = interval
+    below = math.log(latency_ms / low) / REACH_95 if low > 0 else math.inf
+    return below, math.log(high / latency_ms) / REACH_95
+
+
+def judge(base_ms: float, base_interval: Interval, candidate_ms: float, candidate_interval: Interval,
+          min_change: float, drift_sigma: float = 0.0, z: float = REACH_95) -> tuple[float, tuple[float, float], str]:
+    """(ratio, band, verdict) for two latencies with their 95% intervals (see the module docstring)."""
     ratio = candidate_ms / base_ms
-    threshold = max(math.hypot(base_noise, candidate_noise, drift), min_change)
-    if ratio > 1.0 + threshold:
-        return ratio, threshold, SLOWER
-    if ratio < 1.0 / (1.0 + threshold):
-        return ratio, threshold, FASTER
-    return ratio, threshold, SAME
+    base_below, base_above = log_sigmas(base_ms, base_interval)
+    candidate_below, candidate_above = log_sigmas(candidate_ms, candidate_interval)
+    smallest = math.log1p(min_change)
+    up = max(z * math.hypot(candidate_below, base_above, drift_sigma), smallest)
+    down = max(z * math.hypot(candidate_above, base_below, drift_sigma), smallest)
+    band = (math.exp(-down), math.exp(up))
+    if ratio > band[1]:
+        return ratio, band, SLOWER
+    if ratio < band[0]:
+        return ratio, band, FASTER
+    return ratio, band, SAME
 
 
 def compare_runs(base: Iterable[Result], candidate: Iterable[Result], *, min_change: float = DEFAULT_MIN_CHANGE,
@@ -145,31 +186,40 @@ def compare_runs(base: Iterable[Result], candidate: Iterable[Result], *, min_cha
     base_by_key = {r.key: r for r in base}
     candidate_by_key = {r.key: r for r in candidate}
     pairs = [(base_by_key[key], candidate_by_key[key]) for key in sorted(base_by_key.keys() & candidate_by_key.keys())]
-    drift = run_drift([c.latency_ms / b.latency_ms for b, c in pairs
-                       if b.latency_ms is not None and c.latency_ms is not None])
+    ratios = [c.latency_ms / b.latency_ms for b, c in pairs if b.latency_ms is not None and c.latency_ms is not None]
+    drift_sigma, z = run_drift(ratios), confidence_z(len(ratios))
     definitions: dict[str, DefinitionComparison] = {}
     for b, c in pairs:
-        match = _match(b, c, min_change, default_noise, drift)
+        match = _match(b, c, min_change, default_noise, drift_sigma, z)
         definitions.setdefault(b.key[0], DefinitionComparison(b.key[0])).matches.append(match)
     return Comparison(definitions, sorted(base_by_key.keys() - candidate_by_key.keys()),
-                      sorted(candidate_by_key.keys() - base_by_key.keys()), min_change, default_noise, drift)
+                      sorted(candidate_by_key.keys() - base_by_key.keys()), min_change, default_noise, drift_sigma, z)
 
 
 def run_drift(ratios: list[float]) -> float:
-    """How far two runs' latencies of unchanged evaluations drift apart, relative (the module docstring)."""
+    """The standard deviation of log ratio between two runs' unchanged evaluations (the module docstring)."""
     if len(ratios) < DRIFT_MIN_MATCHES:
         return 0.0
     logs = [math.log(r) for r in ratios]
     center = statistics.median(logs)
-    deviation = statistics.median(abs(v - center) for v in logs)
-    return math.exp(REACH_95 * MAD_TO_SIGMA * deviation) - 1.0
+    return MAD_TO_SIGMA * statistics.median(abs(v - center) for v in logs)
 
 
-def _match(base: Result, candidate: Result, min_change: float, default_noise: float, drift: float) -> Match:
+def _interval(result: Result, default_noise: float) -> tuple[Interval, bool]:
+    """The result's 95% interval, and whether it was assumed (``default_noise`` either side, in log space)."""
+    assert result.latency_ms is not None
+    interval = result.spread.interval(result.latency_ms)
+    if interval is not None:
+        return interval, False
+    return (result.latency_ms / (1.0 + default_noise), result.latency_ms * (1.0 + default_noise)), True
+
+
+def _match(base: Result, candidate: Result, min_change: float, default_noise: float, drift_sigma: float,
+           z: float) -> Match:
     if base.latency_ms is None or candidate.latency_ms is None:
         return Match(base, candidate)
-    base_noise, candidate_noise = base.measured_noise, candidate.measured_noise
-    ratio, threshold, verdict = judge(
-        base.latency_ms, default_noise if base_noise is None else base_noise,
-        candidate.latency_ms, default_noise if candidate_noise is None else candidate_noise, min_change, drift)
-    return Match(base, candidate, ratio, threshold, verdict, assumed_noise=base_noise is None or candidate_noise is None)
+    (base_interval, base_assumed), (candidate_interval, candidate_assumed) = (
+        _interval(base, default_noise), _interval(candidate, default_noise))
+    ratio, band, verdict = judge(base.latency_ms, base_interval, candidate.latency_ms, candidate_interval,
+                                 min_change, drift_sigma, z)
+    return Match(base, candidate, ratio, band, verdict, assumed_noise=base_assumed or candidate_assumed)

@@ -32,18 +32,27 @@ class Spread:
     reference_ci95_ms: tuple[float, float] | None = None
     settings: Mapping[str, Any] | None = None
 
-    def relative_noise(self, latency_ms: float) -> float | None:
-        """The measured noise of ``latency_ms`` as a fraction of it: the larger of how far the 95% interval
-        reaches from it and half the range of the trials' latencies; None when neither was recorded."""
-        if latency_ms <= 0:
-            return None
-        reaches = []
+    def interval(self, latency_ms: float) -> tuple[float, float] | None:
+        """Where ``latency_ms`` lies at 95%, [low, high]: the wider, at each end, of its recorded interval and its
+        trials' latencies' half range either side of it; None when neither was recorded. ``low`` is 0 or less
+        when the trials spread by more than the latency itself: nothing then bounds it from below."""
+        ends = []
         if self.latency_ci95_ms is not None:
-            low, high = self.latency_ci95_ms
-            reaches.append(max(high - latency_ms, latency_ms - low))
+            ends.append(self.latency_ci95_ms)
         if len(self.trial_latencies_ms) >= 2:
-            reaches.append((max(self.trial_latencies_ms) - min(self.trial_latencies_ms)) / 2)
-        return max(reaches) / latency_ms if reaches else None
+            half = (max(self.trial_latencies_ms) - min(self.trial_latencies_ms)) / 2
+            ends.append((latency_ms - half, latency_ms + half))
+        if not ends:
+            return None
+        return min(low for low, _ in ends), max(high for _, high in ends)
+
+    def relative_noise(self, latency_ms: float) -> float | None:
+        """How far ``interval`` reaches from ``latency_ms`` at its farther end, as a fraction of it."""
+        interval = self.interval(latency_ms) if latency_ms > 0 else None
+        if interval is None:
+            return None
+        low, high = interval
+        return max(high - latency_ms, latency_ms - low) / latency_ms
 
 
 def read_spread(performance: Performance | None) -> Spread:

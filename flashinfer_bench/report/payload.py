@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from statistics import median
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import flashinfer_bench
 from flashinfer_bench.bench.summary import Tally, summarize, summarize_authors
 from flashinfer_bench.data.trace import timestamp_now
-from flashinfer_bench.report.compare import Comparison, DefinitionComparison, reading_order
+from flashinfer_bench.report.compare import FALSE_CALL_RATE, Comparison, DefinitionComparison, reading_order
 from flashinfer_bench.report.metrics import fast_p_curve, win_p_curve
 from flashinfer_bench.report.results import Result, environments
 from flashinfer_bench.report.sources import Run
@@ -22,6 +23,13 @@ def _round(value: float | None) -> float | None:
 
 def _interval(interval: tuple[float, float] | None) -> list[float | None] | None:
     return None if interval is None else [_round(interval[0]), _round(interval[1])]
+
+
+def _band(band: tuple[float, float] | None) -> list[float | None] | None:
+    """The ratios between which a match is SAME; null for an upper end nothing bounds (JSON has no infinity)."""
+    if band is None:
+        return None
+    return [_round(band[0]), None if math.isinf(band[1]) else _round(band[1])]
 
 
 def _curve(curve: Sequence[tuple[float, float]]) -> list[list[float | None]]:
@@ -127,7 +135,7 @@ def _definition_comparison(comparison: DefinitionComparison, index: dict[str, in
         "status_changes": len(comparison.status_changes),
         "matches": [{"solution": m.base.solution, "w": index[m.base.workload], "base_ms": _round(m.base.latency_ms),
                      "cand_ms": _round(m.candidate.latency_ms), "ratio": _round(m.ratio),
-                     "threshold": _round(m.threshold), "verdict": m.verdict, "assumed": m.assumed_noise,
+                     "band": _band(m.band), "verdict": m.verdict, "assumed": m.assumed_noise,
                      "base_status": m.base.status, "cand_status": m.candidate.status}
                     for m in reading_order(comparison.matches)],
     }
@@ -135,5 +143,6 @@ def _definition_comparison(comparison: DefinitionComparison, index: dict[str, in
 
 def _comparison_summary(comparison: Comparison) -> dict[str, Any]:
     return {"min_change": comparison.min_change, "default_noise": comparison.default_noise, "drift": comparison.drift,
+            "z": _round(comparison.z), "false_call_rate": FALSE_CALL_RATE,
             "matched": len(comparison.matches), "only_base": len(comparison.only_base),
             "only_candidate": len(comparison.only_candidate), "assumed": comparison.assumed_noise}

@@ -12,6 +12,7 @@ from flashinfer_bench.report.compare import (
     SAME,
     SLOWER,
     compare_runs,
+    confidence_z,
     judge,
     reading_order,
     run_drift,
@@ -26,14 +27,40 @@ def run(rows, noise=0.01):
         "latency_ci95_ms": [latency * (1 - noise), latency * (1 + noise)]}) for s, w, status, latency in rows], {})
 
 
+def band(*sigmas, z=1.96, smallest=0.01):
+    """The SAME band's upper end for these log standard deviations, as the module docstring defines it."""
+    return math.exp(max(z * math.hypot(*sigmas), math.log1p(smallest)))
+
+
 def test_judge_by_hand():
     assert (DEFAULT_MIN_CHANGE, DEFAULT_NOISE) == (0.01, 0.05)  # what the CLI's help says
-    ratio, threshold, verdict = judge(1.0, 0.03, 1.04, 0.04, 0.01)
-    assert (ratio, threshold, verdict) == (pytest.approx(1.04), pytest.approx(0.05), SAME)
-    assert judge(1.0, 0.03, 1.06, 0.04, 0.01)[2] == SLOWER
-    assert judge(1.0, 0.03, 1 / 1.06, 0.04, 0.01)[2] == FASTER
-    assert judge(1.0, 0.0, 1.005, 0.0, 0.01)[1:] == (0.01, SAME)  # quiet sides: the smallest change counts
-    assert judge(1.0, 0.0, 0.98, 0.0, 0.01)[2] == FASTER
+    ratio, (low, high), verdict = judge(1.0, (0.97, 1.03), 1.04, (1.0, 1.1), 0.01)
+    # SLOWER needs the candidate's reach below (1.04 -> 1.0) and the base's above (1.0 -> 1.03), in log space.
+    assert ratio == pytest.approx(1.04) and verdict == SAME
+    assert high == pytest.approx(band(math.log(1.04) / 1.96, math.log(1.03) / 1.96))
+    assert 1 / low == pytest.approx(band(math.log(1.1 / 1.04) / 1.96, math.log(1 / 0.97) / 1.96))
+    assert judge(1.0, (0.97, 1.03), 1.12, (1.1, 1.15), 0.01)[2] == SLOWER
+    assert judge(1.0, (0.97, 1.03), 1 / 1.12, (0.86, 0.91), 0.01)[2] == FASTER
+    assert judge(1.0, (1.0, 1.0), 1.005, (1.005, 1.005), 0.01)[1:] == ((pytest.approx(1 / 1.01), pytest.approx(1.01)),
+                                                                       SAME)  # quiet sides: the smallest change
+    assert judge(1.0, (1.0, 1.0), 0.98, (0.98, 0.98), 0.01)[2] == FASTER
+    # More standard deviations (many evaluations judged together) widen the band.
+    assert judge(1.0, (0.97, 1.03), 1.06, (1.05, 1.08), 0.01)[2] == SLOWER
+    assert judge(1.0, (0.97, 1.03), 1.06, (1.05, 1.08), 0.01, z=4.0)[2] == SAME
+
+
+def test_a_latency_whose_interval_reaches_zero_is_never_called_slower():
+    # As seen on an H100: one trial of three came out 15x slower than the others, so the recorded latency (their
+    # mean) is 6x the base's quiet one, and the trials' half range reaches below zero.
+    base = make_trace("d", "s", "w", latency=0.12, extra={"latency_ci95_ms": [0.118, 0.122]})
+    noisy = {"latency_ci95_ms": [0.12, 1.7], "trial_latencies_ms": [0.12, 1.91, 0.13]}
+    candidate = make_trace("d", "s", "w", latency=0.72, extra=noisy)
+    match = compare_runs(results([base], {}), results([candidate], {})).matches[0]
+    assert match.ratio == pytest.approx(6.0) and match.band[1] == math.inf and match.verdict == SAME
+    # It can still be called FASTER, by more than its reach above.
+    faster = compare_runs(results([make_trace("d", "s", "w", latency=3.0, extra={"latency_ci95_ms": [2.9, 3.1]})], {}),
+                          results([candidate], {})).matches[0]
+    assert faster.verdict == FASTER
 
 
 def test_the_same_change_is_a_change_only_beyond_the_noise():
@@ -42,17 +69,24 @@ def test_the_same_change_is_a_change_only_beyond_the_noise():
     quiet = compare_runs(run(base, 0.005), run(candidate, 0.005)).matches[0]
     noisy = compare_runs(run(base, 0.03), run(candidate, 0.03)).matches[0]
     assert quiet.verdict == SLOWER and not quiet.assumed_noise
-    assert noisy.verdict == SAME and noisy.threshold == pytest.approx(math.hypot(0.03, 0.03), rel=1e-3)
+    assert noisy.verdict == SAME
+    assert noisy.band[1] == pytest.approx(band(-math.log(0.97) / 1.96, math.log(1.03) / 1.96), rel=1e-4)
 
 
 def test_without_a_recorded_spread_the_default_noise_is_assumed_and_said():
     base, candidate = run([("s", "w", "PASSED", 1.0)], None), run([("s", "w", "PASSED", 1.06)], None)
     match = compare_runs(base, candidate).matches[0]
-    assert match.assumed_noise and match.threshold == pytest.approx(math.hypot(0.05, 0.05))
+    assert match.assumed_noise and match.band[1] == pytest.approx(band(*[math.log(1.05) / 1.96] * 2), rel=1e-4)
     assert match.verdict == SAME
     assert compare_runs(base, candidate, default_noise=0.01).matches[0].verdict == SLOWER
     mixed = compare_runs(run([("s", "w", "PASSED", 1.0)], 0.001), candidate)
     assert mixed.matches[0].assumed_noise and mixed.assumed_noise == 1
+
+
+def test_confidence_grows_with_the_evaluations_judged_together():
+    assert confidence_z(1) == pytest.approx(1.96, abs=1e-3)
+    assert confidence_z(30) == pytest.approx(3.14, abs=0.01)  # 0.05 / 30 two-sided
+    assert confidence_z(0) == confidence_z(1)
 
 
 def test_run_drift_by_hand():
@@ -60,24 +94,29 @@ def test_run_drift_by_hand():
     # Deviations of log ratios from their median 0: 0 x 4, log 1.05 x 4, so the median deviation is log(1.05) / 2.
     ratios = [1.0] * 4 + [1.05, 1 / 1.05, 1.05, 1 / 1.05]
     assert len(ratios) == DRIFT_MIN_MATCHES
-    assert run_drift(ratios) == pytest.approx(math.exp(1.96 * 1.4826 * math.log(1.05) / 2) - 1)
+    assert run_drift(ratios) == pytest.approx(1.4826 * math.log(1.05) / 2)
     assert run_drift([1.2] * 10) == 0.0  # a shift every evaluation shares is not drift
 
 
 def test_drift_between_runs_keeps_unchanged_evaluations_same_and_a_real_slowdown_slower():
-    # As two runs of the example trace set on an H100: intervals of 1%, unchanged evaluations moving by up to 9%.
-    jitter = [1.0, 1.01, 0.99, 1.03, 0.97, 1.05, 0.95, 1.09, 0.92, 1.02, 0.98, 1.04, 0.96, 1.0, 1.01, 0.99]
+    # As two runs of the example trace set on an H100: intervals of 1%, 27 unchanged evaluations moving by up to
+    # 10%, and one solution 20% slower on purpose, measured at 1.17x-1.18x.
+    jitter = [1.0, 1.01, 0.99, 1.03, 0.97, 1.05, 0.95, 1.09, 0.92, 1.02, 0.98, 1.02, 0.98, 1.0, 1.01, 0.99, 0.9,
+              1.02, 0.97, 1.06, 0.96, 1.0, 1.03, 0.98, 1.01, 0.99, 1.02]
+    slowed = [1.17, 1.18, 1.17]
     base = [(f"s{i}", "w", "PASSED", 1.0) for i in range(len(jitter))] + [("slowed", f"w{i}", "PASSED", 1.0)
                                                                          for i in range(3)]
-    candidate = [(f"s{i}", "w", "PASSED", r) for i, r in enumerate(jitter)] + [("slowed", f"w{i}", "PASSED", 1.2)
-                                                                              for i in range(3)]
+    candidate = [(f"s{i}", "w", "PASSED", r) for i, r in enumerate(jitter)] + [("slowed", f"w{i}", "PASSED", r)
+                                                                              for i, r in enumerate(slowed)]
     comparison = compare_runs(run(base), run(candidate))
-    assert 0.05 < comparison.drift < 0.10
+    assert 0.05 < comparison.drift < 0.10 and comparison.z == pytest.approx(confidence_z(30))
     verdicts = {(m.base.solution, m.base.workload): m.verdict for m in comparison.matches}
     assert [verdicts[("slowed", f"w{i}")] for i in range(3)] == [SLOWER] * 3
     assert {v for k, v in verdicts.items() if k[0] != "slowed"} == {SAME}
+    # Judged one at a time at 95% each, the 0.9x evaluation would have been called FASTER.
+    assert 1 / 0.9 > band(-math.log(0.99) / 1.96, math.log(1.01) / 1.96, comparison.drift_sigma)
     # Without the drift, one run's intervals alone would have called most of the jitter a change.
-    assert sum(judge(1.0, 0.01, r, 0.01, DEFAULT_MIN_CHANGE)[2] != SAME for r in jitter) == 10
+    assert sum(judge(1.0, (0.99, 1.01), r, (0.99 * r, 1.01 * r), DEFAULT_MIN_CHANGE)[2] != SAME for r in jitter) > 15
     # A whole run 20% slower moves every ratio alike: no drift, and every evaluation SLOWER.
     uniform = compare_runs(run(base), run([(s, w, st, 1.2 * lat) for s, w, st, lat in base]))
     assert uniform.drift == pytest.approx(0.0, abs=1e-12) and {m.verdict for m in uniform.matches} == {SLOWER}

@@ -38,6 +38,10 @@
   function times(v) { return v === null || v === undefined ? "-" : v.toFixed(2) + "\u00d7"; }
   function pct(v) { return v === null || v === undefined ? "-" : (100 * v).toFixed(0) + "%"; }
   function interval(ci, fmt) { return ci ? " [" + fmt(ci[0]) + ", " + fmt(ci[1]) + "]" : ""; }
+  // The ratios between which a comparison is SAME; an upper end of null is unbounded.
+  function bandText(band) {
+    return band[1] === null ? "\u2265 " + times(band[0]) : band[0].toFixed(2) + "\u2013" + times(band[1]);
+  }
   function count(n, noun) { return n + " " + noun + (n === 1 ? "" : "s"); }
   function axesText(axes) {
     return Object.keys(axes).map(function (k) { return k + "=" + axes[k]; }).join(", ") || "(no axes)";
@@ -176,7 +180,10 @@
   function seriesPlot(fig, layout, series, yLabel, refLine) {
     var values = [];
     series.forEach(function (se) {
-      se.points.forEach(function (p) { values.push(p.y); if (p.ci) { values.push(p.ci[0], p.ci[1]); } });
+      se.points.forEach(function (p) {
+        values.push(p.y);
+        if (p.ci) { p.ci.forEach(function (v) { if (v !== null) { values.push(v); } }); }
+      });
     });
     var domain = logDomain(values, refLine ? [refLine] : []);
     var y = logScale(domain[0], domain[1], H - M.bottom, M.top, 10);
@@ -198,7 +205,9 @@
       points.forEach(function (p) {
         var cx = layout.x(p.w) + shift;
         if (p.ci) {
-          s("line", { x1: cx, x2: cx, y1: y(p.ci[0]), y2: y(p.ci[1]), stroke: p.color || se.color, "stroke-width": 1.4 }, g);
+          // an end of null is unbounded: the bar runs to the plot's edge
+          s("line", { x1: cx, x2: cx, y1: p.ci[0] === null ? H - M.bottom : y(p.ci[0]),
+                      y2: p.ci[1] === null ? M.top : y(p.ci[1]), stroke: p.color || se.color, "stroke-width": 1.4 }, g);
         }
         titled(s("circle", { "class": "mark", cx: cx, cy: y(p.y), r: 3.4, fill: p.color || se.color,
                              stroke: "#fff", "stroke-width": 0.8 }, g), p.title);
@@ -419,9 +428,10 @@
       var bySolution = {};
       timed.forEach(function (m) {
         (bySolution[m.solution] = bySolution[m.solution] || []).push({
-          w: m.w, y: m.ratio, ci: [m.ratio / (1 + m.threshold), m.ratio * (1 + m.threshold)], color: VERDICT_COLORS[m.verdict],
+          w: m.w, y: m.ratio, ci: [m.band[1] === null ? null : m.ratio / m.band[1], m.ratio / m.band[0]],
+          color: VERDICT_COLORS[m.verdict],
           title: m.solution + " \u00b7 " + axesText(def.workloads[m.w].axes) + "\n" + ms(m.base_ms) + " \u2192 " +
-            ms(m.cand_ms) + " ms (" + times(m.ratio) + ", noise \u00b1" + pct(m.threshold) +
+            ms(m.cand_ms) + " ms (" + times(m.ratio) + ", same within " + bandText(m.band) +
             (m.assumed ? " assumed" : "") + "): " + m.verdict
         });
       });
@@ -440,7 +450,7 @@
       cmp.status_changes + " status changes.", card);
     table(card, [{ key: "solution", title: "solution" }, { key: "workload", title: "workload", name: true },
                  { key: "base", title: "baseline ms" }, { key: "cand", title: "candidate ms" },
-                 { key: "ratio", title: "ratio" }, { key: "noise", title: "noise" }, { key: "verdict", title: "verdict" }],
+                 { key: "ratio", title: "ratio" }, { key: "noise", title: "same within" }, { key: "verdict", title: "verdict" }],
       cmp.matches.map(function (m) {
         var verdict = m.verdict ? { text: m.verdict, cls: "verdict-" + m.verdict }
           : { text: m.base_status === m.cand_status ? m.cand_status : m.base_status + " \u2192 " + m.cand_status,
@@ -449,7 +459,7 @@
         return {
           solution: m.solution, workload: axesText(def.workloads[m.w].axes), base: ms(m.base_ms), cand: ms(m.cand_ms),
           ratio: times(m.ratio),
-          noise: m.threshold === null ? "-" : { text: "\u00b1" + pct(m.threshold) + (m.assumed ? "*" : ""),
+          noise: m.band === null ? "-" : { text: bandText(m.band) + (m.assumed ? "*" : ""),
                                                 cls: m.assumed ? "assumed" : "",
                                                 title: m.assumed ? "a side recorded no spread: its noise is assumed" : "" },
           verdict: verdict
@@ -464,7 +474,9 @@
     h("p", { "class": "note" }, "Evaluations matched by (definition, solution, workload): " + cmp.matched + " (" +
       cmp.only_base + " only in the baseline, " + cmp.only_candidate + " only in the candidate). A change is called " +
       "FASTER or SLOWER only beyond both runs' noise and their drift (\u00b1" + pct(cmp.drift) +
-      ", measured over the evaluations timed in both) combined (at least " + pct(cmp.min_change) + ")." +
+      " for one evaluation, measured over the evaluations timed in both) combined, at " + cmp.z.toFixed(2) +
+      " standard deviations, so that all of them together are called wrongly with a chance of at most " +
+      pct(cmp.false_call_rate) + " (and by at least " + pct(cmp.min_change) + ")." +
       (cmp.assumed ? " " + cmp.assumed + " of them had a side without a recorded spread: its noise is assumed to be " +
         pct(cmp.default_noise) + " (marked *)." : ""), card);
     table(card, [{ key: "definition", title: "definition" }, { key: "geomean", title: "geomean ratio" },
