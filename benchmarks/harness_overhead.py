@@ -9,7 +9,8 @@ warms the build cache once, then runs each runner in a fresh process at default 
   divided by the number of evaluations;
 - the wall time of a verdict for a solution that crashes (segfault) against one that passes.
 
-    python benchmarks/harness_overhead.py [--solutions 4] [--workloads 8] [--json out.json] [--profile DIR]
+    python benchmarks/harness_overhead.py [--solutions 4] [--workloads 8] [--runners persistent,isolated]
+                                          [--json out.json] [--profile DIR]
 
 ``--profile DIR``: the judge and worker processes of the persistent run write cProfile stats into DIR, and the
 20 functions with most cumulative time in each are printed.
@@ -173,6 +174,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--solutions", type=int, default=4)
     parser.add_argument("--workloads", type=int, default=8)
+    parser.add_argument("--runners", default="persistent,isolated", help="comma-separated: persistent, isolated")
     parser.add_argument("--json", help="write all numbers here")
     parser.add_argument("--profile", help="write the persistent run's judge and worker profiles here")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -196,7 +198,8 @@ def main() -> None:
             print(f"--- {path.name}")
             pstats.Stats(str(path)).sort_stats("cumulative").print_stats(20)
         return
-    for kind in ("persistent", "isolated"):
+    kinds = [kind for kind in ("persistent", "isolated") if kind in args.runners.split(",")]
+    for kind in kinds:
         result = run_child(kind, clean)
         references = result["reference_latency_ms"] or 0.0
         # reference calls: once per workload for the baseline outputs and timing (the judge keeps baselines in both)
@@ -218,12 +221,12 @@ def main() -> None:
     print(f"torch import + device init in a bare process: {init_s:.2f} s")
     print(f"{'runner':<11} {'start-up beyond init (s)':>25} {'overhead / evaluation (s)':>26} "
           f"{'pass verdict (s)':>17} {'crash verdict (s)':>18}")
-    for kind in ("persistent", "isolated"):
+    for kind in kinds:
         print(f"{kind}: latencies recorded (us), per solution over the workloads: " + "; ".join(
             f"{name} {' '.join(f'{v:.1f}' for v in values)}" for name, values in report[kind]["latency_us_by_solution"].items()))
         print(f"{kind}: {len(report[kind]['notes'])} timing notes" + "".join(f"\n  {n}" for n in report[kind]["notes"][:5]))
         print(f"{kind}: {gap_summary(report[kind]['verdict_gaps_s'])}")
-    for kind in ("persistent", "isolated"):
+    for kind in kinds:
         r = report[kind]
         wall = r["verdict_wall_s_by_status"]
         print(f"{kind:<11} {r['startup_beyond_init_s']:>25.2f} {r['overhead_per_evaluation_s']:>26.3f} "

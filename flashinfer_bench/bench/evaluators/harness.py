@@ -63,16 +63,21 @@ def seeded(seed: int, device: str) -> Iterator[None]:
 
 
 class Exchange(Protocol):
-    """The judge's side of the timing loop, as the harness sees it."""
+    """The judge's side of the timing loop, as the harness sees it. Seeds come one call ahead: the answer to
+    call i's ``done`` carries the seed of call i + 2, so that the harness draws call i + 1's inputs while the
+    judge answers."""
 
-    def done(self, index: int) -> bool:
-        """Call ``index`` has finished; True asks for its outputs in the buffer."""
+    def done(self, index: int) -> None:
+        """Call ``index`` has finished (the judge's answer is read by ``ship_asked``)."""
+
+    def ship_asked(self) -> bool:
+        """The judge's answer to the last ``done``: True asks for that call's outputs in the buffer."""
 
     def shipped(self, index: int) -> None:
         """The outputs of call ``index`` are in the buffer."""
 
     def next_seed(self) -> int:
-        """The seed of the next call's inputs."""
+        """The seed the judge's last answer carried: that of the call after the next one."""
 
 
 @dataclass(frozen=True)
@@ -132,21 +137,27 @@ class Harness:
         slot.write(offset, [live[names.index(name)] for name in return_inputs])
         return modified_inputs(names, pristine, live)
 
-    def time(self, iterations: int, warmup: int, first_seed: int, exchange: Exchange, slot: Slot) -> TimingClaim:
-        """The timing loop: every call on fresh inputs (seeds from the judge, drawn outside the timed span), and
-        after every call the judge may ask for its outputs."""
+    def time(self, iterations: int, warmup: int, seeds: tuple[int, int], exchange: Exchange,
+             slot: Slot) -> TimingClaim:
+        """The timing loop: every call on fresh inputs (``seeds``: the first two calls'; the judge's answer to
+        each call carries the seed of the call after the next), drawn outside the timed span, and after every
+        call the judge may ask for its outputs."""
         from flashinfer_bench.testing import bench_gpu_time_detailed
 
-        live = self.inputs(first_seed)
+        live = self.inputs(seeds[0])
+        upcoming = seeds[1]
         timed = TimedCall(self.callee, self.definition, self.workload, live, self.device)
         setup_ms: list[float] = []
         begun = 0
 
         def before_each(_: int) -> None:
-            nonlocal begun
+            nonlocal begun, upcoming
             if begun:
-                self._report(begun - 1, timed.latest, exchange, slot)
-                take_values(live, self.inputs(exchange.next_seed()))
+                exchange.done(begun - 1)
+                drawn = self.inputs(upcoming)  # while the judge answers
+                self._ship_if_asked(begun - 1, timed.latest, exchange, slot)
+                upcoming = exchange.next_seed()
+                take_values(live, drawn)
                 if timed.has_setup:
                     elapsed = self._clocked(timed.set_up)
                     if begun >= warmup:
@@ -155,7 +166,8 @@ class Harness:
 
         result = bench_gpu_time_detailed(timed.call, num_iters=iterations, dry_run_iters=warmup, device=self.device,
                                          before_each=before_each)
-        self._report(begun - 1, timed.latest, exchange, slot)
+        exchange.done(begun - 1)
+        self._ship_if_asked(begun - 1, timed.latest, exchange, slot)
         return TimingClaim([float(s) for s in result.samples_ms], result.method, setup_ms)
 
     def _clocked(self, step: Callable[[], None]) -> float:
@@ -166,10 +178,11 @@ class Harness:
             torch.cuda.synchronize(self.device)
         return (time.perf_counter() - start) * 1e3
 
-    def _report(self, index: int, latest: Callable[[], tuple[Any, ...]], exchange: Exchange, slot: Slot) -> None:
-        """Call ``index`` is done (the timing API runs ``before_each`` once the previous call's work has
-        finished, and returns once the last one's has); ship its outputs if the judge asks for them."""
-        if exchange.done(index):
+    def _ship_if_asked(self, index: int, latest: Callable[[], tuple[Any, ...]], exchange: Exchange,
+                       slot: Slot) -> None:
+        """Call ``index`` was reported done (the timing API runs ``before_each`` once the previous call's work
+        has finished, and returns once the last one's has); ship its outputs if the judge asks for them."""
+        if exchange.ship_asked():
             try:
                 outputs = latest()
             except OutputCountError as exc:

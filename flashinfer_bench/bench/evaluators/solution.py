@@ -38,9 +38,9 @@ class CallResult:
 class Schedule(Protocol):
     """The judge's side of a timing loop (see timed.TimedSchedule)."""
 
-    def first_seed(self) -> int: ...
+    def opening_seeds(self) -> tuple[int, int]: ...
     def on_done(self, index: int) -> bool: ...
-    def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...], ship_ms: float) -> None: ...
+    def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...], asked_at: float, arrived_at: float) -> None: ...
     def next_seed(self) -> int: ...
 
 
@@ -110,21 +110,24 @@ class LocalSolution(SolutionHandle):
 
         class Direct:
             asked_at = 0.0
+            ship = False
 
-            def done(self, index: int) -> bool:
-                ship = schedule.on_done(index)
+            def done(self, index: int) -> None:
+                self.ship = schedule.on_done(index)
                 self.asked_at = time.perf_counter()
-                return ship
+
+            def ship_asked(self) -> bool:
+                return self.ship
 
             def shipped(self, index: int) -> None:
-                ship_ms = (time.perf_counter() - self.asked_at) * 1e3
+                arrived_at = time.perf_counter()
                 tensors, _ = slot.read(0, output_layouts(ctx.definition, ctx.workload), "cpu")
-                schedule.on_shipped(index, tuple(tensors), ship_ms)
+                schedule.on_shipped(index, tuple(tensors), self.asked_at, arrived_at)
 
             def next_seed(self) -> int:
                 return schedule.next_seed()
 
         try:
-            return self.harness.time(iterations, warmup, schedule.first_seed(), Direct(), slot)
+            return self.harness.time(iterations, warmup, schedule.opening_seeds(), Direct(), slot)
         except Exception as exc:  # noqa: BLE001 - solution code may raise anything
             raise failure_of(exc) from None

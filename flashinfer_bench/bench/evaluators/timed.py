@@ -1,18 +1,24 @@
 """The judge's side of a timing loop: a fresh seed per call, calls picked for checking after they ran, and the
 judge's own clock, which decides whether the latency the solution's process claims is believed.
 
-The timer has to run in the solution's process (CUPTI sees only its own process), so the samples it reports
-are the solution's word: a GPU time. What the judge knows for itself, per call: the wall time from handing out
-the call's seed to hearing the call is done, and, for a picked call, the time from asking for its outputs to
-having them. A call's work must happen inside those windows: its inputs do not exist before its seed is handed
-out, and a picked call's outputs are checked against the reference on the same inputs. Less what the harness
-itself costs there (``floor``: measured by the judge on a callee that does nothing, in a worker no solution
-code was in yet, ``calibrate``), the judge's own time to draw the same inputs, and its own time to copy that
+Seeds go out one call ahead: the answer to call i's "done" carries the seed of call i + 2, so the worker draws
+call i + 1's inputs while the judge answers instead of after. The timer has to run in the solution's process
+(CUPTI sees only its own process), so the samples it reports are the solution's word: a GPU time. What the judge
+knows for itself: its clock split into one window per call, from hearing the previous call is done (or, for a
+picked call, having its outputs) to hearing this one is done, and, for a picked call, the time from asking for
+its outputs to having them. The windows cover all the worker's time but the judge's own answers, so whatever a
+call's work, it lies in some window: a solution that computes the next call's outputs ahead (it knows their
+seed) makes its own window longer by as much as the next one's is shorter, and can empty at most every other
+window, which leaves the median where it was. A picked call's outputs are checked against the reference on the
+same inputs. Less what the harness itself costs there (``floor``: measured by the judge on a callee that does
+nothing, in a worker no solution code was in yet, ``calibrate``), the judge's own time to draw the same inputs
+(in a call's window, or in the previous call's shipping when that was picked), and its own time to copy that
 many output bytes, what is left is the solution's: host work and GPU work, which the judge cannot tell apart.
 So it disbelieves a claim only where no honest solution could have made it:
 
 - more GPU time than a whole call takes on the judge's clock (impossible);
-- work when the outputs are asked for: an honest worker only copies them then. A shipping time beyond the
+- work when the outputs are asked for: an honest worker only copies them then (and draws the next call's
+  inputs, as the judge's own draw time accounts for). A shipping time beyond the
   floor and ``SHIP_COPY_ALLOWANCE`` times the judge's own copy time (a median over the picked timed calls,
   which the solution cannot tell in advance), by more than ``HOST_ALLOWANCE_MS`` and more than the claimed
   time, is a solution that skipped the timed call and computed only what it had to ship;
@@ -66,7 +72,8 @@ ESTIMATE_SHARE_OF_MARGIN = 0.25
 #: worker's copy may go through pageable memory); more than that, by more than the host allowance and the
 #: claimed time, is work done while shipping.
 SHIP_COPY_ALLOWANCE = 4.0
-#: A claim above the median wall time of a call (seed handed out to done) by more than this is impossible.
+#: A claim above the median wall time of a call (its window: previous call done to done) by more than this is
+#: impossible.
 IMPOSSIBLE_FACTOR, IMPOSSIBLE_SLACK_MS = 1.05, 0.05
 #: The calibration session: a no-op callee through the same harness, some of its calls picked for shipping; at
 #: most this many warm-up and timed calls, and no more than the evaluation's own (every call draws fresh inputs,
@@ -79,9 +86,10 @@ class ClockFloor:
     """What the harness costs per call when the call does nothing (see ``calibrate``), in ms."""
 
     per_call_ms: float
-    """Seed handed out to call reported done, less the judge's time to draw the inputs."""
+    """A call's window, less the judge's time to draw the inputs where they were drawn in it."""
     ship_ms: float
-    """Outputs asked for to outputs shipped, less the judge's time to copy that many bytes."""
+    """Outputs asked for to outputs shipped, less the judge's time to copy that many bytes and to draw the next
+    call's inputs (drawn meanwhile)."""
 
 
 
@@ -144,10 +152,10 @@ class PickedCall:
 
 
 class TimedSchedule:
-    """One timing loop as the judge runs it: hands out a fresh seed per call, picks calls to check after they
-    ran (with ``probability``, and always the planned last), keeps their outputs (host copies: the judge puts no work on
-    the device between the solution's calls) and clocks every call. The picked calls are judged after the loop
-    (``judge_picked``)."""
+    """One timing loop as the judge runs it: hands out a fresh seed per call (one call ahead), picks calls to
+    check after they ran (with ``probability``, and always the planned last), keeps their outputs (host copies:
+    the judge puts no work on the device between the solution's calls) and clocks every call's window. The
+    picked calls are judged after the loop (``judge_picked``)."""
 
     def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...], warmup: int, iterations: int,
                  probability: float) -> None:
@@ -155,31 +163,45 @@ class TimedSchedule:
         self.warmup, self.calls = warmup, warmup + iterations
         self.random = secrets.SystemRandom()
         self.seeds: list[int] = []
-        self.issued_at: list[float] = []
+        #: Per call, its window (see the module docstring), and whether it opened when the previous call's
+        #: outputs arrived (its inputs were then drawn during that shipping, not in the window).
         self.wall_ms: list[float] = []
+        self.after_shipping: list[bool] = []
+        self.window_opened = 0.0
+        self.window_after_shipping = False
         self.draw_ms: list[float] = []
         self.picked: list[PickedCall] = []
 
     def _issue(self) -> int:
         seed = self.ctx.seed_for(*self.purpose, len(self.seeds))
         self.seeds.append(seed)
-        self.issued_at.append(time.perf_counter())
         return seed
 
-    def first_seed(self) -> int:
-        return self._issue()
+    def opening_seeds(self) -> tuple[int, int]:
+        """The first two calls' seeds; the first call's window opens now."""
+        seeds = self._issue(), self._issue()
+        self.window_opened = time.perf_counter()
+        return seeds
 
     def next_seed(self) -> int:
+        """The seed of the call after the next, for the answer to a call's "done"."""
         return self._issue()
 
     def on_done(self, index: int) -> bool:
+        """Closes call ``index``'s window and opens the next; True picks the call for checking."""
         if index != len(self.wall_ms) or index >= len(self.seeds):
             raise CallFailed(EvaluationStatus.RUNTIME_ERROR, f"the timing loop reported call {index} out of order")
-        self.wall_ms.append((time.perf_counter() - self.issued_at[index]) * 1e3)
+        now = time.perf_counter()
+        self.wall_ms.append((now - self.window_opened) * 1e3)
+        self.after_shipping.append(self.window_after_shipping)
+        self.window_opened, self.window_after_shipping = now, False
         return self.random.random() < self.probability or index + 1 == self.calls
 
-    def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...], ship_ms: float) -> None:
-        self.picked.append(PickedCall(index, self.seeds[index], outputs, ship_ms))
+    def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...], asked_at: float, arrived_at: float) -> None:
+        """The outputs of picked call ``index``, asked for and arrived at these ``time.perf_counter()`` times: the
+        next call's window opens when they arrived."""
+        self.picked.append(PickedCall(index, self.seeds[index], outputs, (arrived_at - asked_at) * 1e3))
+        self.window_opened, self.window_after_shipping = arrived_at, True
 
     def picked_inputs(self, picked: list[PickedCall] | None = None) -> Iterator[tuple[PickedCall, list[Any]]]:
         """Each picked call (of ``picked``, else all) with its inputs, drawn again here one call at a time; the
@@ -210,11 +232,20 @@ class TimedSchedule:
     def copy_ms(self) -> float:
         return copy_out_ms(total_bytes(output_layouts(self.ctx.definition, self.ctx.workload)), self.ctx.device)
 
+    def _draw_ms(self) -> float:
+        return median(self.draw_ms) if self.draw_ms else 0.0
+
+    def _windows_less_draw(self, draw: float) -> list[float]:
+        """Each timed call's window (every call's, if none was timed), less ``draw`` where its inputs were drawn
+        in it."""
+        calls = range(self.warmup, len(self.wall_ms)) if len(self.wall_ms) > self.warmup else range(len(self.wall_ms))
+        return [self.wall_ms[k] - (0.0 if self.after_shipping[k] else draw) for k in calls]
+
     def floor(self) -> ClockFloor:
         """What this loop says the harness costs per call, when the callee did nothing (calibration)."""
-        draw = median(self.draw_ms) if self.draw_ms else 0.0
-        per_call = median(self.wall_ms[self.warmup:] or self.wall_ms) - draw
-        ship = median(call.ship_ms for call in self.picked) - self.copy_ms if self.picked else 0.0
+        draw = self._draw_ms()
+        per_call = median(self._windows_less_draw(draw))
+        ship = median(call.ship_ms for call in self.picked) - self.copy_ms - draw if self.picked else 0.0
         return ClockFloor(max(per_call, 0.0), max(ship, 0.0))
 
     def latency(self, claim: TimingClaim, floor: ClockFloor) -> SessionLatency:
@@ -231,11 +262,11 @@ class TimedSchedule:
         setup = median(claim.setup_ms) if claim.setup_ms else None
         claimed_work = claimed + (setup or 0.0)
         wall = median(self.wall_ms[self.warmup:] or self.wall_ms)
-        draw = median(self.draw_ms) if self.draw_ms else 0.0
+        draw = self._draw_ms()
         copy = self.copy_ms
-        in_wall = max(wall - draw - floor.per_call_ms, 0.0)
+        in_wall = max(median(self._windows_less_draw(draw)) - floor.per_call_ms, 0.0)
         # Warm-up calls are checked but not clocked here: a first call's one-off costs are not a call's work.
-        shipping = [max(call.ship_ms - floor.ship_ms - SHIP_COPY_ALLOWANCE * copy, 0.0)
+        shipping = [max(call.ship_ms - draw - floor.ship_ms - SHIP_COPY_ALLOWANCE * copy, 0.0)
                     for call in self.picked if call.index >= self.warmup]
         while_shipping = median(shipping) if shipping else 0.0
         estimate = in_wall + while_shipping

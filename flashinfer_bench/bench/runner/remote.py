@@ -44,7 +44,8 @@ class RemoteSolution(SolutionHandle):
     def time(self, iterations: int, warmup: int, schedule: Schedule) -> TimingClaim:
         slot = self.slots.at_least(call_slot_bytes(self.ctx, 1, ()))
         layouts = output_layouts(self.ctx.definition, self.ctx.workload)
-        self.channel.send(op="time", iterations=iterations, warmup=warmup, seed=schedule.first_seed())
+        first, second = schedule.opening_seeds()
+        self.channel.send(op="time", iterations=iterations, warmup=warmup, seed=first, next_seed=second)
         while True:
             message = self.channel.receive("done", "timed")
             if message.op == "timed":
@@ -53,13 +54,13 @@ class RemoteSolution(SolutionHandle):
                 asked_at = time.perf_counter()
                 self.channel.send(op="ship")
                 shipped = self.channel.receive("shipped")
-                ship_ms = (time.perf_counter() - asked_at) * 1e3
+                arrived_at = time.perf_counter()
                 if shipped.index != message.index:
                     raise WorkerGone(f"the worker broke the protocol: shipped call {shipped.index}, not {message.index}")
                 # Host copies only: the checks run after the loop, so the judge puts no work on the device
                 # between the solution's calls.
                 outputs, _ = slot.read(0, layouts, "cpu")
-                schedule.on_shipped(message.index, tuple(outputs), ship_ms)
+                schedule.on_shipped(message.index, tuple(outputs), asked_at, arrived_at)
             self.channel.send(op="next", seed=schedule.next_seed())
 
 

@@ -36,18 +36,21 @@ class WireExchange:
         self.channel = channel
         self.pending_seed: int | None = None
 
-    def done(self, index: int) -> bool:
+    def done(self, index: int) -> None:
         self.channel.send(op="done", index=index)
+
+    def ship_asked(self) -> bool:
         return self._answer() == "ship"
 
     def shipped(self, index: int) -> None:
         self.channel.send(op="shipped", index=index)
-        self._answer()
+        if self._answer() != "next":
+            raise RuntimeError("the judge gave no seed after the outputs were shipped")
 
     def next_seed(self) -> int:
         seed, self.pending_seed = self.pending_seed, None
         if seed is None:
-            raise RuntimeError("the judge gave no seed for the next call")
+            raise RuntimeError("the judge gave no seed for the call after next")
         return seed
 
     def _answer(self) -> str:
@@ -113,7 +116,8 @@ class Worker:
                                       rng_seed=request["rng_seed"], return_inputs=list(request["return_inputs"]))
             self.channel.send(op="called", wrote=wrote)
         elif op == "time":
-            claim = self.harness.time(int(request["iterations"]), int(request["warmup"]), int(request["seed"]),
+            seeds = (int(request["seed"]), int(request["next_seed"]))
+            claim = self.harness.time(int(request["iterations"]), int(request["warmup"]), seeds,
                                       WireExchange(self.channel), self.slot)
             self.channel.send(op="timed", samples_ms=claim.samples_ms, method=claim.method, setup_ms=claim.setup_ms)
         else:

@@ -239,7 +239,7 @@ def test_the_planned_last_timed_call_is_always_picked_and_calls_beyond_it_only_a
 
     def picks(probability: float) -> list[bool]:
         schedule = TimedSchedule(ctx, ("timed", 0), warmup=2, iterations=3, probability=probability)
-        schedule.first_seed()
+        schedule.opening_seeds()
         picked = []
         for index in range(12):  # the timer measured the batch again: 7 calls past the planned 5
             picked.append(schedule.on_done(index))
@@ -248,3 +248,33 @@ def test_the_planned_last_timed_call_is_always_picked_and_calls_beyond_it_only_a
 
     assert picks(0.0) == [False] * 4 + [True] + [False] * 7
     assert picks(1.0) == [True] * 12
+
+
+def test_each_call_is_clocked_from_the_previous_done_or_shipping_and_its_draw_taken_out_where_it_was_made(
+        monkeypatch):
+    """Seeds go one call ahead, so the worker draws a call's inputs right after reporting the previous call done:
+    in the call's own window, or, when the previous call was picked, while its outputs ship."""
+    from flashinfer_bench.bench.evaluators import timed
+
+    now = [0.0]
+    monkeypatch.setattr(timed.time, "perf_counter", lambda: now[0])
+    schedule = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("timed", 0), warmup=0, iterations=3,
+                                   probability=0.0)
+    seeds = schedule.opening_seeds()
+    assert len(set(seeds)) == 2 and schedule.seeds == list(seeds)
+    now[0] = 1.0
+    assert not schedule.on_done(0)
+    schedule.next_seed()  # the answer to call 0 carries call 2's seed
+    now[0] = 3.0
+    schedule.on_done(1)
+    schedule.on_shipped(1, (torch.zeros(64),), asked_at=3.0, arrived_at=3.5)  # picked (by hand)
+    schedule.next_seed()
+    now[0] = 4.5
+    schedule.on_done(2)
+    assert schedule.wall_ms == [1000.0, 2000.0, 1000.0] and schedule.after_shipping == [False, False, True]
+    # The judge's own draw (here 400 ms) is in the windows of calls 0 and 1, and in call 1's shipping.
+    assert schedule._windows_less_draw(400.0) == [600.0, 1600.0, 1000.0]
+    schedule.draw_ms = [400.0]
+    assert schedule.floor().ship_ms == pytest.approx(500.0 - 400.0 - schedule.copy_ms)
+    with pytest.raises(timed.CallFailed, match="out of order"):
+        schedule.on_done(4)
