@@ -26,7 +26,13 @@ So it disbelieves a claim only where no honest solution could have made it:
   ``HOST_ALLOWANCE_MS`` (the host work an honest call may do around its kernels) and a margin for the clock's
   noise.
 
-The judge's estimate of the work (wall and shipping) is recorded instead, with a note in the trace's log.
+For the first two the judge's estimate of the work (wall and shipping) is recorded instead. A claim far below
+the work is raised to the least the judge believes (that fraction of the work, less the allowance and the
+margin): a claim just above it would stand, so recording more would cost a liar nothing, while an honest
+host-bound solution (a Python-heavy torch one: 1-2 ms of host work per call around 0.1 ms of kernels, seen on an
+H100) would see its latency jump between its claim and the whole window from one session to the next as its host
+time crosses the line; raised to the bound, it moves with its host time instead. Either way with a note in the
+trace's log.
 """
 
 from __future__ import annotations
@@ -274,18 +280,23 @@ class TimedSchedule:
                    f"{while_shipping:.4f} ms more while shipping its outputs)")
         margin = (MARGIN_MS + FLOOR_SHARE_OF_MARGIN * (floor.per_call_ms + floor.ship_ms)
                   + ESTIMATE_SHARE_OF_MARGIN * (draw + copy))
+        least = PLAUSIBLE_FRACTION * in_wall - HOST_ALLOWANCE_MS - margin
+        recorded, what = estimate, "the judge's estimate"
         if claimed_work > wall * IMPOSSIBLE_FACTOR + IMPOSSIBLE_SLACK_MS:
             why = f"more than a whole call takes on the judge's clock ({wall:.4f} ms)"
         elif while_shipping > max(HOST_ALLOWANCE_MS, claimed):
             why = "work done when its outputs were asked for"
-        elif claimed_work < PLAUSIBLE_FRACTION * in_wall - HOST_ALLOWANCE_MS - margin:
+        elif claimed_work < least:
             why = "far less than the work in a call"
+            # A claim just above ``least`` stands, so recording more for one below it would cost a liar nothing
+            # and make an honest host-bound solution's latency jump from its claim to the whole window.
+            recorded, what = least, f"the least the judge's clock allows ({least:.4f} ms)"
         else:
             return SessionLatency(claimed, setup, [], list(samples), claim.method)
         with_setup = f" and {setup:.4f} ms of setup" if setup is not None else ""
-        return SessionLatency(estimate, None, [
+        return SessionLatency(recorded, None, [
             f"timing: the solution's process claimed {claimed:.4f} ms per call{with_setup}, {why}; {clocked}; "
-            f"recorded the judge's ({claim.method} claim not believed)"], [], claim.method)
+            f"recorded {what} ({claim.method} claim not believed)"], [], claim.method)
 
 
 @dataclass(frozen=True)
@@ -293,7 +304,8 @@ class SessionLatency:
     """What one timing session says about the solution, after the judge's checks."""
 
     latency_ms: float
-    """The call's time: the claimed median, or the judge's estimate of the work when the claim is not believed."""
+    """The call's time: the claimed median; when the claim is not believed, the judge's estimate of the work, or
+    for a claim far below the work the least the judge's clock allows (see ``TimedSchedule.latency``)."""
     setup_ms: float | None
     """The median time of the solution's setup before a call (docs/solutions.md), as claimed; None without a
     setup, or when the claim was not believed (the estimate then covers the setup too)."""

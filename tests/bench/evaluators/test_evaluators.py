@@ -278,3 +278,26 @@ def test_each_call_is_clocked_from_the_previous_done_or_shipping_and_its_draw_ta
     assert schedule.floor().ship_ms == pytest.approx(500.0 - 400.0 - schedule.copy_ms)
     with pytest.raises(timed.CallFailed, match="out of order"):
         schedule.on_done(4)
+
+
+def test_a_claim_far_below_the_work_is_raised_to_the_least_the_clock_allows_and_one_above_it_stands():
+    """The recorded latency moves smoothly with the judge's clock: a claim just under the least the clock allows is
+    recorded as that least, not as the whole window (an honest host-bound solution's host time reads as work)."""
+    from flashinfer_bench.bench.evaluators import timed
+    from flashinfer_bench.bench.evaluators.harness import TimingClaim
+
+    schedule = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("timed", 0), warmup=0, iterations=5,
+                                   probability=0.0)
+    schedule.wall_ms, schedule.after_shipping = [2.0] * 5, [False] * 5
+    floor = timed.ClockFloor(per_call_ms=0.0, ship_ms=0.0)
+    margin = timed.MARGIN_MS + timed.ESTIMATE_SHARE_OF_MARGIN * schedule.copy_ms
+    least = timed.PLAUSIBLE_FRACTION * 2.0 - timed.HOST_ALLOWANCE_MS - margin
+
+    def recorded(claim_ms: float) -> timed.SessionLatency:
+        return schedule.latency(TimingClaim([claim_ms] * 5, "cupti"), floor)
+
+    below, above = recorded(least - 0.01), recorded(least + 0.01)
+    assert below.latency_ms == pytest.approx(least) and "the least the judge's clock allows" in below.notes[0]
+    assert below.samples_ms == [] and above.notes == [] and above.latency_ms == pytest.approx(least + 0.01)
+    impossible = recorded(3.0)  # more than the whole window: the judge's estimate of the work
+    assert impossible.latency_ms == pytest.approx(2.0) and "the judge's estimate" in impossible.notes[0]
