@@ -25,7 +25,10 @@ def describe_environment(device: str) -> dict[str, Any]:
 
     import flashinfer_bench
 
-    libs = {"torch": torch.__version__, "flashinfer_bench": flashinfer_bench.__version__, "python": platform.python_version()}
+    # str(): torch.__version__ is a TorchVersion, whose unpickling imports torch in whoever receives the environment
+    # (a Ray device host that never needs torch took seconds to return it).
+    libs = {"torch": str(torch.__version__), "flashinfer_bench": flashinfer_bench.__version__,
+            "python": platform.python_version()}
     for name in ("triton", "flashinfer-python", "cupti-python"):
         try:
             libs[name] = metadata.version(name)
