@@ -97,20 +97,23 @@ def slow_down(root: Path, solution_name: str, base: TraceSet, fraction: float) -
 
 
 def explain(base_root: Path, candidate_root: Path, slowed: str) -> None:
-    """Each solution's ratios (a shift shared by a solution's workloads shows here), and what each side recorded
-    for every match whose verdict is not the expected one: latency, interval, trials."""
+    """Each solution's ratios (a shift shared by a solution's workloads shows here; † marks a latency the judge's
+    clock set), and what each side recorded for every match whose verdict is not the expected one: latency,
+    interval, trials."""
     from flashinfer_bench.report.compare import SAME, SLOWER, compare_runs
     from flashinfer_bench.report.sources import load_run
 
     base, candidate = load_run([base_root]), load_run([candidate_root])
     comparison = compare_runs(results(base.traces, {}), results(candidate.traces, {}))
-    print(f"drift: sigma {comparison.drift_sigma:.4f} of log ratio; z {comparison.z:.2f}")
-    by_solution: dict[str, list[float]] = {}
+    print(f"drift: sigma {comparison.drift_sigma:.4f} of log ratio; z {comparison.z:.2f}; {comparison.judge_bounded} "
+          "match(es) with a latency the judge's clock set (†: SAME whatever the ratio, left out of the drift)")
+    by_solution: dict[str, list[str]] = {}
     for match in comparison.matches:
         if match.ratio is not None:
-            by_solution.setdefault(match.base.solution, []).append(match.ratio)
+            by_solution.setdefault(match.base.solution, []).append(
+                f"{match.ratio:.3f}{'†' if match.judge_bounded else ''}")
     for solution, ratios in sorted(by_solution.items()):
-        print(f"  {solution}: {' '.join(f'{r:.3f}' for r in ratios)}")
+        print(f"  {solution}: {' '.join(ratios)}")
     for match in comparison.matches:
         if match.verdict is None or match.verdict == (SLOWER if match.base.solution == slowed else SAME):
             continue

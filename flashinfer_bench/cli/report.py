@@ -117,7 +117,8 @@ def comparison_tables(comparison: Comparison, *, changes_only: bool = False) -> 
             table.add_column(column, justify="left" if column in ("solution", "workload", "verdict") else "right")
         for match in shown:
             axes = ", ".join(f"{k}={v}" for k, v in sorted(match.base.axes.items())) or match.base.workload[:8]
-            noise = "-" if match.band is None else _band(match.band) + ("*" if match.assumed_noise else "")
+            noise = "-" if match.band is None else _band(match.band) + ("*" if match.assumed_noise else "") + (
+                "†" if match.judge_bounded else "")
             table.add_row(match.base.solution, axes, _fmt(match.base.latency_ms, 4),
                           _fmt(match.candidate.latency_ms, 4), _times(match.ratio), noise, _verdict_cell(match))
         tables.append(table)
@@ -133,13 +134,17 @@ def comparison_tables(comparison: Comparison, *, changes_only: bool = False) -> 
 
 
 def _band(band: tuple[float, float]) -> str:
-    """The ratios between which a match is SAME: "0.91-1.10x", or ">= 0.91x" when nothing bounds it above."""
+    """The ratios between which a match is SAME: "0.91-1.10x", ">= 0.91x" when nothing bounds it above, "any" when
+    nothing bounds it either way."""
     low, high = band
-    return f">= {low:.2f}x" if math.isinf(high) else f"{low:.2f}-{high:.2f}x"
+    if math.isinf(high):
+        return "any" if low <= 0 else f">= {low:.2f}x"
+    return f"{low:.2f}-{high:.2f}x"
 
 
 def comparison_notes(comparison: Comparison) -> list[str]:
-    """What a reader of the tables must know: unmatched evaluations, and noise that was assumed."""
+    """What a reader of the tables must know: unmatched evaluations, noise that was assumed, latencies that the
+    judge's clock set."""
     timed = sum(m.ratio is not None for m in comparison.matches)
     notes = [f"matched {len(comparison.matches)} evaluations by (definition, solution, workload); "
              f"{len(comparison.only_base)} only in the base run, {len(comparison.only_candidate)} only in the "
@@ -151,6 +156,10 @@ def comparison_notes(comparison: Comparison) -> list[str]:
     if comparison.assumed_noise:
         notes.append(f"* {comparison.assumed_noise} timed evaluation(s) had a side that recorded no spread: its "
                      f"noise is assumed to be ±{100 * comparison.default_noise:g}% (--default-noise)")
+    if comparison.judge_bounded:
+        notes.append(f"† {comparison.judge_bounded} timed evaluation(s) had a side whose latency the judge's clock set "
+                     "(its timing claim was not believed; see its log): a bound that moves with the host's speed, so "
+                     "no change is called and it takes no part in the drift")
     return notes
 
 

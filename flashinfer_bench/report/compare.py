@@ -6,7 +6,10 @@ Latencies are compared in log space, where a ratio and its inverse are as far fr
 base is called SLOWER when log r exceeds z * sqrt(below_c^2 + above_b^2 + d^2) (the candidate may truly be
 lower and the base higher than measured), FASTER when -log r exceeds z * sqrt(above_c^2 + below_b^2 + d^2),
 and SAME between; either way by at least ``min_change``. A side that recorded no spread is given
-``default_noise`` instead, and the match says so.
+``default_noise`` instead, and the match says so. A side whose latency the judge's clock set (a trial whose
+timing claim was not believed: bench/evaluators/timed.py) holds a bound that moves with the host's speed, not a
+measurement of its kernels: such a match is SAME whatever its ratio, says so, and takes no part in the drift or
+in z's count.
 
 z makes the calls hold for the comparison as a whole: with N evaluations timed in both runs, each is judged at
 the two-sided normal quantile of FALSE_CALL_RATE / N (Bonferroni), so that all unchanged evaluations together
@@ -62,6 +65,8 @@ class Match:
     verdict: str | None = None
     #: The noise of a side was assumed (it recorded no spread).
     assumed_noise: bool = False
+    #: A side's latency was set by the judge's clock (the module docstring): no change is called.
+    judge_bounded: bool = False
 
     @property
     def status_changed(self) -> bool:
@@ -144,6 +149,11 @@ class Comparison:
         """How many timed matches had at least one side without a recorded spread."""
         return sum(m.assumed_noise for m in self.matches if m.ratio is not None)
 
+    @property
+    def judge_bounded(self) -> int:
+        """How many timed matches had a side whose latency the judge's clock set."""
+        return sum(m.judge_bounded for m in self.matches)
+
     def regressions(self, threshold_pct: float) -> list[Match]:
         """Matches that got SLOWER by more than ``threshold_pct`` percent, or that stopped passing."""
         return [m for m in self.matches
@@ -186,7 +196,8 @@ def compare_runs(base: Iterable[Result], candidate: Iterable[Result], *, min_cha
     base_by_key = {r.key: r for r in base}
     candidate_by_key = {r.key: r for r in candidate}
     pairs = [(base_by_key[key], candidate_by_key[key]) for key in sorted(base_by_key.keys() & candidate_by_key.keys())]
-    ratios = [c.latency_ms / b.latency_ms for b, c in pairs if b.latency_ms is not None and c.latency_ms is not None]
+    ratios = [c.latency_ms / b.latency_ms for b, c in pairs
+              if b.latency_ms is not None and c.latency_ms is not None and not _judge_bounded(b, c)]
     drift_sigma, z = run_drift(ratios), confidence_z(len(ratios))
     definitions: dict[str, DefinitionComparison] = {}
     for b, c in pairs:
@@ -214,10 +225,17 @@ def _interval(result: Result, default_noise: float) -> tuple[Interval, bool]:
     return (result.latency_ms / (1.0 + default_noise), result.latency_ms * (1.0 + default_noise)), True
 
 
+def _judge_bounded(base: Result, candidate: Result) -> bool:
+    return bool(base.spread.judge_estimated_trials or candidate.spread.judge_estimated_trials)
+
+
 def _match(base: Result, candidate: Result, min_change: float, default_noise: float, drift_sigma: float,
            z: float) -> Match:
     if base.latency_ms is None or candidate.latency_ms is None:
         return Match(base, candidate)
+    if _judge_bounded(base, candidate):
+        return Match(base, candidate, candidate.latency_ms / base.latency_ms, (0.0, math.inf), SAME,
+                     judge_bounded=True)
     (base_interval, base_assumed), (candidate_interval, candidate_assumed) = (
         _interval(base, default_noise), _interval(candidate, default_noise))
     ratio, band, verdict = judge(base.latency_ms, base_interval, candidate.latency_ms, candidate_interval,

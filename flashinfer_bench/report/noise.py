@@ -31,6 +31,9 @@ class Spread:
     trial_latencies_ms: tuple[float, ...] = ()
     reference_ci95_ms: tuple[float, float] | None = None
     settings: Mapping[str, Any] | None = None
+    #: Trials whose latency the judge's clock set, its timing claim not believed (bench/evaluators/timed.py):
+    #: a bound that moves with the host's speed, not a measurement of the solution's kernels.
+    judge_estimated_trials: int = 0
 
     def interval(self, latency_ms: float) -> tuple[float, float] | None:
         """Where ``latency_ms`` lies at 95%, [low, high]: the wider, at each end, of its recorded interval and its
@@ -64,14 +67,16 @@ def read_spread(performance: Performance | None) -> Spread:
     trials = extra.get(key.TRIAL_LATENCIES_MS)
     trial_values = tuple(trials) if isinstance(trials, list) and all(map(_positive, trials)) else ()
     samples = extra.get(key.SAMPLES)
+    estimated = extra.get(key.JUDGE_ESTIMATED_TRIALS)
     return Spread(
         timing_method=method if isinstance(method, str) and method else None,
         latency_ci95_ms=_interval(extra.get(key.LATENCY_CI95_MS)),
         latency_std_ms=_number(extra.get(key.LATENCY_STD_MS)),
-        samples=samples if isinstance(samples, int) and not isinstance(samples, bool) and samples > 0 else None,
+        samples=samples if _count(samples) else None,
         trial_latencies_ms=tuple(float(v) for v in trial_values),
         reference_ci95_ms=_interval(extra.get(key.REFERENCE_CI95_MS)),
         settings=settings if isinstance(settings, Mapping) else None,
+        judge_estimated_trials=estimated if _count(estimated) else 0,
     )
 
 
@@ -80,6 +85,11 @@ def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         return None
     return float(value)
+
+
+def _count(value: Any) -> bool:
+    """A positive int (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def _positive(value: Any) -> bool:

@@ -136,6 +136,7 @@ def _definition_comparison(comparison: DefinitionComparison, index: dict[str, in
         "matches": [{"solution": m.base.solution, "w": index[m.base.workload], "base_ms": _round(m.base.latency_ms),
                      "cand_ms": _round(m.candidate.latency_ms), "ratio": _round(m.ratio),
                      "band": _band(m.band), "verdict": m.verdict, "assumed": m.assumed_noise,
+                     "judge_bounded": m.judge_bounded,
                      "base_status": m.base.status, "cand_status": m.candidate.status}
                     for m in reading_order(comparison.matches)],
     }
@@ -145,4 +146,5 @@ def _comparison_summary(comparison: Comparison) -> dict[str, Any]:
     return {"min_change": comparison.min_change, "default_noise": comparison.default_noise, "drift": comparison.drift,
             "z": _round(comparison.z), "false_call_rate": FALSE_CALL_RATE,
             "matched": len(comparison.matches), "only_base": len(comparison.only_base),
-            "only_candidate": len(comparison.only_candidate), "assumed": comparison.assumed_noise}
+            "only_candidate": len(comparison.only_candidate), "assumed": comparison.assumed_noise,
+            "judge_bounded": comparison.judge_bounded}

@@ -87,6 +87,8 @@ class PageContents:
     #: every src / href attribute value (a self-contained page links only to its own anchors)
     links: list[str] = field(default_factory=list)
     tags: Counter[str] = field(default_factory=Counter)
+    #: the text the page shows (outside scripts and styles)
+    text: str = ""
 
 
 class _Reader(HTMLParser):
@@ -94,6 +96,7 @@ class _Reader(HTMLParser):
         super().__init__()
         self.contents = PageContents()
         self.figure: str | None = None
+        self.hidden: str | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         values = {name: value or "" for name, value in attrs}
@@ -101,6 +104,8 @@ class _Reader(HTMLParser):
         contents.tags[tag] += 1
         if tag == "script":
             contents.scripts += 1
+        if tag in ("script", "style"):
+            self.hidden = tag
         contents.links += [values[name] for name in ("src", "href") if name in values]
         if tag == "figure" and "data-plot" in values:
             self.figure = values["data-plot"]
@@ -113,6 +118,12 @@ class _Reader(HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         if tag == "figure":
             self.figure = None
+        if tag == self.hidden:
+            self.hidden = None
+
+    def handle_data(self, data: str) -> None:
+        if self.hidden is None:
+            self.contents.text += data
 
 
 def read_page(dom: str) -> PageContents:

@@ -55,8 +55,10 @@ def status_of(solution: str, axes: dict[str, int]) -> str:
 
 
 def result_line(definition: str, solution: str, axes: dict[str, int], status: str, latency: float | None,
-                reference: float, *, spread: float | None, timestamp: str = "2026-11-20T10:00:00") -> str:
-    """One result trace as the tool writes it; ``spread`` (relative) adds performance.extra."""
+                reference: float, *, spread: float | None, timestamp: str = "2026-11-20T10:00:00",
+                judge_estimated_trials: int = 0) -> str:
+    """One result trace as the tool writes it; ``spread`` (relative) adds performance.extra, and with it
+    ``judge_estimated_trials`` when some."""
     performance = None
     if status == "PASSED":
         assert latency is not None
@@ -69,6 +71,8 @@ def result_line(definition: str, solution: str, axes: dict[str, int], status: st
                 "reference_ci95_ms": [reference * (1 - spread), reference * (1 + spread)],
                 "settings": SETTINGS,
             }
+            if judge_estimated_trials:
+                performance["extra"]["judge_estimated_trials"] = judge_estimated_trials
     correctness = ({"max_relative_error": 0.0, "max_absolute_error": 0.0, "extra": None}
                    if status in ("PASSED", "INCORRECT_NUMERICAL") else None)
     log = "" if status == "PASSED" else f"{status}: what went wrong <script>alert(1)</script>"
@@ -82,10 +86,11 @@ def result_line(definition: str, solution: str, axes: dict[str, int], status: st
 
 
 def write_results_set(root: Path, *, spread: float | None = 0.01, change: dict[str, float] | None = None,
-                      broken: set[tuple[str, int]] = frozenset()) -> Path:
+                      broken: set[tuple[str, int]] = frozenset(), judge_bounded: set[str] = frozenset()) -> Path:
     """The definitions, solutions and workloads above, and one result trace per (solution, workload).
 
-    ``change`` multiplies a solution's latencies; ``broken`` turns (solution, batch_size) to INCORRECT_NUMERICAL.
+    ``change`` multiplies a solution's latencies; ``broken`` turns (solution, batch_size) to INCORRECT_NUMERICAL;
+    the latencies of ``judge_bounded`` solutions were set by the judge's clock in one trial of each evaluation.
     """
     change = change or {}
     solutions = [{"name": name, "definition": definition, "author": author,
@@ -106,7 +111,8 @@ def write_results_set(root: Path, *, spread: float | None = 0.01, change: dict[s
                 status = "INCORRECT_NUMERICAL"
             reference = reference_ms(axes)
             latency = reference * factor * change.get(name, 1.0)
-            lines.append(result_line(definition, name, axes, status, latency, reference, spread=spread))
+            lines.append(result_line(definition, name, axes, status, latency, reference, spread=spread,
+                                     judge_estimated_trials=1 if name in judge_bounded else 0))
         path = root / "traces" / author / op_types[definition] / f"{definition}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a") as handle:

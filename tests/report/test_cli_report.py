@@ -63,6 +63,16 @@ def test_trace_files_without_a_spread_are_compared_with_the_assumed_noise(tmp_pa
     assert sum("SLOWER" in line for line in out.splitlines() if "rms_" in line) == 5 + 4  # rms_cuda: 4 passed
 
 
+def test_latencies_the_judge_set_are_marked_and_not_called(tmp_path, capsys):
+    base = write_results_set(tmp_path / "base")
+    candidate = write_results_set(tmp_path / "candidate", change={"rms_triton": 2.0}, judge_bounded={"rms_triton"})
+    assert main(["report", "compare", str(base), str(candidate), "--fail-on-regression", "10"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if "rms_triton" in line]
+    assert len(rows) == 5 and all("2.00x" in row and "any†" in row and "SAME" in row for row in rows)
+    assert "† 5 timed evaluation(s) had a side whose latency the judge's clock set" in " ".join(out.split())
+
+
 def test_bad_input_is_one_line_and_status_2(tmp_path):
     base = write_results_set(tmp_path / "base")
     not_traces = tmp_path / "notes.txt"

@@ -122,6 +122,28 @@ def test_drift_between_runs_keeps_unchanged_evaluations_same_and_a_real_slowdown
     assert uniform.drift == pytest.approx(0.0, abs=1e-12) and {m.verdict for m in uniform.matches} == {SLOWER}
 
 
+def test_a_latency_the_judge_set_is_never_called_a_change_and_stays_out_of_the_drift():
+    # As in two runs of the example trace set on an H100: an honest host-bound torch solution whose claim (0.1 ms)
+    # the judge believed in one run and bounded in the other (0.26 ms, the least its clock allowed).
+    base = [(f"s{i}", "w", "PASSED", 1.0) for i in range(10)] + [("host_bound", "w", "PASSED", 0.1)]
+    candidate = [(f"s{i}", "w", "PASSED", 1.0 + 0.002 * i) for i in range(10)] + [("host_bound", "w", "PASSED", 0.26)]
+    bounded = {"latency_ci95_ms": [0.255, 0.265], "judge_estimated_trials": 1}
+    candidate_results = [r for r in run(candidate) if r.solution != "host_bound"] + results(
+        [make_trace("d", "host_bound", "w", latency=0.26, extra=bounded)], {})
+    comparison = compare_runs(run(base), candidate_results)
+    match = next(m for m in comparison.matches if m.base.solution == "host_bound")
+    assert match.judge_bounded and match.verdict == SAME and match.ratio == pytest.approx(2.6)
+    assert match.band == (0.0, math.inf) and comparison.judge_bounded == 1
+    # Neither in the drift (the others moved by at most 1.8%) nor in the count that sets z.
+    assert comparison.drift < 0.02 and comparison.z == pytest.approx(confidence_z(10))
+    # Without the mark the same latencies are a change.
+    unmarked = compare_runs(run(base), run(candidate))
+    assert next(m for m in unmarked.matches if m.base.solution == "host_bound").verdict == SLOWER
+    # Either side's mark counts.
+    swapped = compare_runs(candidate_results, run(base))
+    assert next(m for m in swapped.matches if m.base.solution == "host_bound").judge_bounded
+
+
 def test_status_changes_geomean_and_regressions():
     base = run([("a", "w1", "PASSED", 1.0), ("a", "w2", "PASSED", 1.0), ("b", "w1", "PASSED", 1.0),
                 ("b", "w2", "RUNTIME_ERROR", 1.0), ("c", "w1", "PASSED", 1.0)])

@@ -37,8 +37,11 @@ def test_missing_or_malformed_values_are_absent(extra):
 
 def test_other_malformed_values_are_dropped_one_by_one():
     spread = read_spread(Performance(extra={"timing_method": 3, "samples": 2.5, "settings": [1],
-                                            "latency_std_ms": -1, "reference_ci95_ms": [1.0, 2.0]}))
+                                            "latency_std_ms": -1, "reference_ci95_ms": [1.0, 2.0],
+                                            "judge_estimated_trials": True}))
     assert spread == Spread(reference_ci95_ms=(1.0, 2.0))
+    assert read_spread(Performance(extra={"judge_estimated_trials": -2})).judge_estimated_trials == 0
+    assert read_spread(Performance(extra={"judge_estimated_trials": 2})).judge_estimated_trials == 2
     assert read_spread(None) == Spread()
 
 

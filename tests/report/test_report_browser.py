@@ -34,10 +34,12 @@ def assert_rendered_cleanly(page):
 def test_report_with_a_baseline_renders_every_plot(tmp_path):
     base = write_results_set(tmp_path / "base")
     candidate = write_results_set(tmp_path / "candidate", change={"rms_triton": 1.2, "dec_triton": 0.8},
-                                  broken={("rms_ref", 4)})
+                                  broken={("rms_ref", 4)}, judge_bounded={"dec_triton"})
     page = tmp_path / "out" / "report.html"
     assert main(["report", "visualize", "--local", str(candidate), "--baseline", str(base), "-o", str(page)]) == 0
     contents = assert_rendered_cleanly(page)
+    # dec_triton's latencies were set by the judge's clock: SAME, with no bound either way, on each of its 4 rows
+    assert contents.text.count("any\u2020") == 4
     # 2 definitions: latency, speed-up, status, fast_p and comparison each; fast_p and win@p per author
     assert len(contents.plots) == 12
     # one mark per PASSED evaluation in the latency plots (+ the reference's), one per evaluation in the grids

@@ -40,7 +40,8 @@
   function interval(ci, fmt) { return ci ? " [" + fmt(ci[0]) + ", " + fmt(ci[1]) + "]" : ""; }
   // The ratios between which a comparison is SAME; an upper end of null is unbounded.
   function bandText(band) {
-    return band[1] === null ? "\u2265 " + times(band[0]) : band[0].toFixed(2) + "\u2013" + times(band[1]);
+    if (band[1] === null) return band[0] === 0 ? "any" : "\u2265 " + times(band[0]);
+    return band[0].toFixed(2) + "\u2013" + times(band[1]);
   }
   function count(n, noun) { return n + " " + noun + (n === 1 ? "" : "s"); }
   function axesText(axes) {
@@ -428,11 +429,13 @@
       var bySolution = {};
       timed.forEach(function (m) {
         (bySolution[m.solution] = bySolution[m.solution] || []).push({
-          w: m.w, y: m.ratio, ci: [m.band[1] === null ? null : m.ratio / m.band[1], m.ratio / m.band[0]],
+          w: m.w, y: m.ratio,
+          ci: [m.band[1] === null ? null : m.ratio / m.band[1], m.band[0] === 0 ? null : m.ratio / m.band[0]],
           color: VERDICT_COLORS[m.verdict],
           title: m.solution + " \u00b7 " + axesText(def.workloads[m.w].axes) + "\n" + ms(m.base_ms) + " \u2192 " +
             ms(m.cand_ms) + " ms (" + times(m.ratio) + ", same within " + bandText(m.band) +
-            (m.assumed ? " assumed" : "") + "): " + m.verdict
+            (m.assumed ? " assumed" : "") + (m.judge_bounded ? ", a latency set by the judge's clock" : "") + "): " +
+            m.verdict
         });
       });
       seriesPlot(c, layout, Object.keys(bySolution).map(function (name) {
@@ -459,9 +462,12 @@
         return {
           solution: m.solution, workload: axesText(def.workloads[m.w].axes), base: ms(m.base_ms), cand: ms(m.cand_ms),
           ratio: times(m.ratio),
-          noise: m.band === null ? "-" : { text: bandText(m.band) + (m.assumed ? "*" : ""),
-                                                cls: m.assumed ? "assumed" : "",
-                                                title: m.assumed ? "a side recorded no spread: its noise is assumed" : "" },
+          noise: m.band === null ? "-" : {
+            text: bandText(m.band) + (m.assumed ? "*" : "") + (m.judge_bounded ? "\u2020" : ""),
+            cls: m.assumed || m.judge_bounded ? "assumed" : "",
+            title: [m.assumed ? "a side recorded no spread: its noise is assumed" : "",
+                    m.judge_bounded ? "a side's latency was set by the judge's clock (its timing claim was not " +
+                      "believed): no change is called" : ""].filter(Boolean).join("; ") },
           verdict: verdict
         };
       }));
@@ -478,7 +484,10 @@
       " standard deviations, so that all of them together are called wrongly with a chance of at most " +
       pct(cmp.false_call_rate) + " (and by at least " + pct(cmp.min_change) + ")." +
       (cmp.assumed ? " " + cmp.assumed + " of them had a side without a recorded spread: its noise is assumed to be " +
-        pct(cmp.default_noise) + " (marked *)." : ""), card);
+        pct(cmp.default_noise) + " (marked *)." : "") +
+      (cmp.judge_bounded ? " " + cmp.judge_bounded + " of them had a side whose latency the judge's clock set (its " +
+        "timing claim was not believed): a bound that moves with the host's speed, so no change is called and it " +
+        "takes no part in the drift (marked \u2020)." : ""), card);
     table(card, [{ key: "definition", title: "definition" }, { key: "geomean", title: "geomean ratio" },
                  { key: "faster", title: "faster" }, { key: "same", title: "same" }, { key: "slower", title: "slower" },
                  { key: "changes", title: "status changes" }],
