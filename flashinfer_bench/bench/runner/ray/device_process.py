@@ -19,20 +19,13 @@ from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
-from flashinfer_bench.bench.runner.ray.protocol import (
-    FAILED,
-    GROUP,
-    GROUP_DONE,
-    READY,
-    STOP,
-    VERDICT,
-    DeviceConfig,
-    ItemReport,
-)
-
+# Nothing of the project is imported at module level: ``main`` starts the worker server before anything else is
+# imported (the protocol's models pull in pydantic and the data model, about 0.4 s on an H100 host), since the
+# server's imports are what the device's first verdict waits for.
 if TYPE_CHECKING:
     from flashinfer_bench.bench.runner.device_slot import DeviceSlot
     from flashinfer_bench.bench.runner.protocol import WorkItem
+    from flashinfer_bench.bench.runner.ray.protocol import ItemReport
 
 
 def evaluate(slot: DeviceSlot, item: WorkItem, index: int, log_path: str, timeout: float,
@@ -40,6 +33,7 @@ def evaluate(slot: DeviceSlot, item: WorkItem, index: int, log_path: str, timeou
     """One item through ``slot``, as ProcessRunner does it: the reference latency known for its workload is reused,
     its output is captured to ``log_path`` and read back bounded."""
     from flashinfer_bench.bench.runner.capture import read_bounded
+    from flashinfer_bench.bench.runner.ray.protocol import ItemReport
 
     known = latencies.get(item.workload_key)
     item = replace(item, reference_latency_ms=known if known is not None else item.reference_latency_ms)
@@ -57,6 +51,14 @@ def evaluate(slot: DeviceSlot, item: WorkItem, index: int, log_path: str, timeou
 def serve(conn: Connection) -> None:
     from flashinfer_bench.bench.runner.device_slot import DeviceSlot
     from flashinfer_bench.bench.runner.process_pool import worker_policy
+    from flashinfer_bench.bench.runner.ray.protocol import (
+        GROUP,
+        GROUP_DONE,
+        READY,
+        STOP,
+        VERDICT,
+        DeviceConfig,
+    )
     from flashinfer_bench.compile.cache import resolve_cache_root
 
     config: DeviceConfig = conn.recv()
@@ -85,6 +87,8 @@ def main(argv: list[str]) -> int:
 
     die_with_parent()  # the host actor; a node that dies takes this process, its judge and its workers with it
     start_worker_server()  # first, so that its imports overlap with this process's own
+    from flashinfer_bench.bench.runner.ray.protocol import FAILED
+
     conn = Connection(int(argv[1]))
     try:
         serve(conn)
