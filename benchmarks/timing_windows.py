@@ -1,13 +1,13 @@
 """Per timing session of one solution, in-process: its claim, the judge's windows, and the timer's lead-in.
 
-Builds the named solution of a trace set (the example set by default) and times it on its first workload in
-``--sessions`` sessions as an evaluation does (``LocalSolution``: the harness in this process, a fresh seed per
+Builds the named solution of a trace set (the example set by default) and times it on each of its definition's
+workloads in turn (as one persistent worker runs them), in ``--sessions`` sessions each, as an evaluation does (``LocalSolution``: the harness in this process, a fresh seed per
 call, the judge's clock), and prints for each session the claimed median, the median and largest window of the
 timed calls, the warm-up calls' windows, every lengthening of the lead-in (host lateness and the extra lead-in
 it led to), and whether the judge believed the claim. For host-bound solutions, whose windows hold far more
 than their kernels (docs/security.md).
 
-    python3 benchmarks/timing_windows.py SOLUTION [--trace-set DIR] [--sessions 8]
+    python3 benchmarks/timing_windows.py SOLUTION [--trace-set DIR] [--sessions 3]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("solution")
     parser.add_argument("--trace-set", default="examples/trace-set")
-    parser.add_argument("--sessions", type=int, default=8)
+    parser.add_argument("--sessions", type=int, default=3, help="per workload")
     args = parser.parse_args()
 
     lengthened: list[tuple[int, int]] = []
@@ -48,28 +48,29 @@ def main() -> None:
     if solution is None:
         raise SystemExit(f"no solution named {args.solution!r} in {args.trace_set}")
     definition = trace_set.definitions[solution.definition]
-    workload = trace_set.workloads[solution.definition][0].workload
-    cfg = BenchmarkConfig.default().resolve(definition)
     device = "cuda:0" if torch.cuda.is_available() else "cpu"
-    ctx = EvaluationContext(definition, workload, cfg, device, args.trace_set, new_run_secret())
+    cfg = BenchmarkConfig.default().resolve(definition)
     runnable = build_solution(solution, device=device, cache_dir=tempfile.mkdtemp(), scratch_dir=tempfile.mkdtemp())
-    handle = LocalSolution(ctx, runnable)
-    floor = handle.clock_floor()
-    print(f"{args.solution} on {dict(workload.axes)}, {device}; clock floor {floor}")
-    for session in range(args.sessions):
-        lengthened.clear()
-        schedule = TimedSchedule(ctx, ("timed", session), cfg.warmup_runs, cfg.iterations, 0.125)
-        claim = handle.time(cfg.iterations, cfg.warmup_runs, schedule)
-        for _ in schedule.picked_inputs():  # the judge's own draw times, as judge_picked takes them
-            pass
-        judged = schedule.latency(claim, floor)
-        windows = schedule.wall_ms[cfg.warmup_runs:]
-        print(f"session {session}: claim {statistics.median(claim.samples_ms):.4f} ms; windows median "
-              f"{statistics.median(windows):.4f} ms, max {max(windows):.3f}; warm-up windows "
-              f"{' '.join(f'{w:.2f}' for w in schedule.wall_ms[:cfg.warmup_runs])}; lead-in lengthened (late us, "
-              f"extra us) {[(round(a / 1e3, 1), round(b / 1e3, 1)) for a, b in lengthened]}; recorded "
-              f"{judged.latency_ms:.4f} ms{'' if not judged.notes else ' (claim not believed)'}")
-
+    secret = new_run_secret()
+    for entry in trace_set.workloads[solution.definition]:
+        workload = entry.workload
+        ctx = EvaluationContext(definition, workload, cfg, device, args.trace_set, secret)
+        handle = LocalSolution(ctx, runnable)
+        floor = handle.clock_floor()
+        print(f"{args.solution} on {dict(workload.axes)}, {device}; clock floor {floor}")
+        for session in range(args.sessions):
+            lengthened.clear()
+            schedule = TimedSchedule(ctx, ("timed", session), cfg.warmup_runs, cfg.iterations, 0.125)
+            claim = handle.time(cfg.iterations, cfg.warmup_runs, schedule)
+            for _ in schedule.picked_inputs():  # the judge's own draw times, as judge_picked takes them
+                pass
+            judged = schedule.latency(claim, floor)
+            windows = schedule.wall_ms[cfg.warmup_runs:]
+            print(f"  session {session}: claim {statistics.median(claim.samples_ms):.4f} ms; windows median "
+                  f"{statistics.median(windows):.4f} ms, max {max(windows):.3f}; warm-up windows "
+                  f"{' '.join(f'{w:.2f}' for w in schedule.wall_ms[:cfg.warmup_runs])}; lead-in lengthened (late "
+                  f"us, extra us) {[(round(a / 1e3, 1), round(b / 1e3, 1)) for a, b in lengthened]}; recorded "
+                  f"{judged.latency_ms:.4f} ms{'' if not judged.notes else ' (claim not believed)'}")
 
 if __name__ == "__main__":
     main()

@@ -25,6 +25,7 @@ from .l2 import (
     rotating_arg_sets,
     tensor_bytes,
 )
+from .launch_processing import device_launch_ns
 from .lead_in import MAX_EXTRA_LEAD_IN_NS, extended, lead_in_step
 from .options import TimingOptions
 from .result import (
@@ -248,6 +249,8 @@ class _CudaSampler:
         self.kernel_samples: list[float] = []
         self.extra_lead_in_ns = 0
         self.launch_ns: float | None = None
+        #: The device's measured launch processing, which every idle gap counts as (launch_processing.py).
+        self.device_launch_ns = device_launch_ns(device_name(dev))
         self.estimated_samples = 0
         self.early_start_samples = 0
 
@@ -312,7 +315,8 @@ class _CudaSampler:
         """One traced batch with the current lead-in: each sample's span (None where it ran no GPU work); the
         launch-gap estimate updated from what it observed."""
         spans = measure_cupti(self.cupti, extended(self.steps.lead_in, self.extra_lead_in_ns), self.steps.body,
-                              indices, self.dev, setup=self.steps.setup, launch_ns=self.launch_ns)
+                              indices, self.dev, setup=self.steps.setup, launch_ns=self.launch_ns,
+                              device_launch_ns=self.device_launch_ns)
         observed = [s.launch_gap_ns for s in spans if s is not None and s.launch_gap_ns is not None]
         if observed:
             self.launch_ns = statistics.median(observed)
@@ -375,8 +379,12 @@ def _time_cuda(
     if sampler.dropped:
         notices.warn(f"{sampler.dropped} samples recorded no GPU work under CUPTI and were dropped.", notes)
     if sampler.estimated_samples:
-        estimate = ("never observed here, so the part of each gap after its launch call returned"
-                    if sampler.launch_ns is None else f"{sampler.launch_ns / 1e3:.2f} us, observed before fn's first launch")
+        if sampler.device_launch_ns is not None:
+            estimate = f"{sampler.device_launch_ns / 1e3:.2f} us, this device's measured figure"
+        elif sampler.launch_ns is not None:
+            estimate = f"{sampler.launch_ns / 1e3:.2f} us, observed before fn's first launch"
+        else:
+            estimate = "never observed here, so the part of each gap after its launch call returned"
         notices.warn(
             f"In {sampler.estimated_samples} samples fn's host work left the GPU idle before a launch; each such "
             f"gap was counted as launch processing ({estimate}) rather than measured, so those samples carry "

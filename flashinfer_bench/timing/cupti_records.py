@@ -22,6 +22,10 @@ if that started earlier, on a stream that did not wait for the lead-in):
   same batch where the host was early (``launch_ns`` from earlier batches when there were none), or, with
   no observation at all, the part of the gap after the launch call returned.
 
+On a device whose launch processing was measured across processes (``device_launch_ns``, launch_processing.py:
+the gap itself depends on the process), both kinds of gap count as that figure instead, a queued one only when
+it is at least half of it (a shorter one is counted as observed).
+
 The timer keeps the host early where it can by lengthening the lead-in (timing/api.py), so estimates are
 only needed for launches that come late inside fn; each span says how many it holds. A kernel launched with
 programmatic dependent launch (FlashInfer's on Hopper) may start before the work ahead of it on its stream has
@@ -120,10 +124,12 @@ def bucket_iterations(
     api_records: Iterable[ApiRecord],
     gpu_records: Iterable[GpuRecord],
     launch_ns: float | None = None,
+    device_launch_ns: int | None = None,
 ) -> list[IterationSpan | None]:
     """The GPU span of each sample window, or None for a window whose body launched no GPU work.
 
-    ``launch_ns`` is the launch-processing estimate to use when this batch observes none of its own."""
+    ``launch_ns`` is the launch-processing estimate to use when this batch observes none of its own;
+    ``device_launch_ns`` the device's measured figure, which replaces observation (the module docstring)."""
     _check_windows(windows)
     starts = [w.lead_in_ns for w in windows]
     body_of: dict[int, int] = {}
@@ -151,9 +157,11 @@ def bucket_iterations(
         b.activities.sort(key=lambda a: a.start_ns)
     gaps = [_early_first_gap(b, submitted) for b in buckets]
     observed = [g for g in gaps if g is not None]
-    if observed:
+    if device_launch_ns is not None:
+        launch_ns = device_launch_ns
+    elif observed:
         launch_ns = statistics.median(observed)
-    return [_span(b, submitted, launch_ns, g) for b, g in zip(buckets, gaps, strict=True)]
+    return [_span(b, submitted, launch_ns, g, device_launch_ns) for b, g in zip(buckets, gaps, strict=True)]
 
 
 def _early_first_gap(b: _Bucket, submitted: dict[int, int]) -> int | None:
@@ -167,7 +175,8 @@ def _early_first_gap(b: _Bucket, submitted: dict[int, int]) -> int | None:
 
 
 def _span(
-    b: _Bucket, submitted: dict[int, int], launch_ns: float | None, first_gap: int | None
+    b: _Bucket, submitted: dict[int, int], launch_ns: float | None, first_gap: int | None,
+    device_launch_ns: int | None,
 ) -> IterationSpan | None:
     if not b.activities:
         return None
@@ -186,7 +195,7 @@ def _span(
             gap = a.start_ns - frontier
             sent = submitted.get(a.correlation_id, frontier)
             if sent <= frontier:
-                counted += gap
+                counted += device_launch_ns if device_launch_ns is not None and 2 * gap >= device_launch_ns else gap
             else:
                 estimated += 1
                 counted += min(gap, launch_ns) if launch_ns is not None else max(0, a.start_ns - sent)

@@ -118,8 +118,10 @@ class _Session:
         device: torch.device,
         setup: Step | None = None,
         launch_ns: float | None = None,
+        device_launch_ns: int | None = None,
     ) -> list[IterationSpan | None]:
-        """Run the samples with tracing on and return each one's GPU span (``launch_ns``: bucket_iterations)."""
+        """Run the samples with tracing on and return each one's GPU span (``launch_ns``, ``device_launch_ns``:
+        bucket_iterations)."""
         windows, api, gpu = self._record(prepare, body, indices, device, setup)
         if not api:
             # Not even the synchronize calls came back: another CUPTI client in this process replaced our
@@ -127,7 +129,7 @@ class _Session:
             # cupti.finalize()). Register them again and measure once more.
             self.register()
             windows, api, gpu = self._record(prepare, body, indices, device, setup)
-        return bucket_iterations(windows, api, gpu, launch_ns)
+        return bucket_iterations(windows, api, gpu, launch_ns, device_launch_ns)
 
     def _record(
         self, prepare: Step, body: Step, indices: range, device: torch.device, setup: Step | None
@@ -192,8 +194,10 @@ def measure_cupti(
     *,
     setup: Step | None = None,
     launch_ns: float | None = None,
+    device_launch_ns: int | None = None,
 ) -> list[IterationSpan | None]:
     """GPU span of each sample from CUPTI kernel records; None for a sample that ran no GPU work. ``setup(i)``
     runs before ``prepare(i)``, outside the sample's window, after the previous sample's work has finished;
-    ``launch_ns`` is the launch-processing estimate for a batch that observes none (cupti_records.py)."""
-    return session(cupti).trace(prepare, body, indices, device, setup, launch_ns)
+    ``launch_ns`` is the launch-processing estimate for a batch that observes none, ``device_launch_ns`` the
+    device's measured figure that replaces observation (cupti_records.py)."""
+    return session(cupti).trace(prepare, body, indices, device, setup, launch_ns, device_launch_ns)

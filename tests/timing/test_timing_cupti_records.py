@@ -74,6 +74,34 @@ def test_the_batch_calibrates_late_samples_from_its_early_ones():
     assert (late.gpu_ns, late.launch_gap_ns, late.estimated_gaps, late.first_late_ns) == (50, None, 1, 200)
 
 
+def test_on_a_measured_device_every_launch_gap_counts_the_devices_figure():
+    # Two samples of the same kernels whose queued gaps came out 4 and 9 (as one H100 process sees ~1.0 us and
+    # another ~1.4 us), then a late second launch: with the device's figure (6) both count alike.
+    windows = [SampleWindow(0, 10, 500), SampleWindow(600, 610, 1_100), SampleWindow(1_200, 1_210, 1_700)]
+    records = [api(1, 1), api(20, 2), api(601, 3), api(620, 4), api(1_201, 5), api(1_220, 6, end=1_230),
+               api(1_380, 7, end=1_390)]
+    gpu = [GpuRecord(5, 100, 1), GpuRecord(104, 150, 2), GpuRecord(605, 700, 3), GpuRecord(709, 755, 4),
+           GpuRecord(1_205, 1_300, 5), GpuRecord(1_304, 1_350, 6), GpuRecord(1_400, 1_420, 7)]
+    observed = bucket_iterations(windows, records, gpu)
+    assert [s.gpu_ns for s in observed] == [50, 55, 50 + 4 + 20]  # the late launch: the batch's median gap, 4
+    fixed = bucket_iterations(windows, records, gpu, device_launch_ns=6)
+    assert [s.gpu_ns for s in fixed] == [52, 52, 52 + 6 + 20]
+    assert [s.launch_gap_ns for s in fixed] == [4, 9, 4]  # what was observed is still reported
+    assert fixed[2].estimated_gaps == 1
+    # A queued gap shorter than half the figure is counted as observed (the GPU had the launch ready sooner).
+    (short,) = bucket_iterations([SampleWindow(0, 10, 500)], [api(1, 1), api(20, 2)],
+                                 [GpuRecord(5, 100, 1), GpuRecord(102, 150, 2)], device_launch_ns=6)
+    assert short.gpu_ns == 50
+
+
+def test_the_devices_figure_is_found_by_name():
+    from flashinfer_bench.timing.launch_processing import MEASURED_NS, device_launch_ns
+
+    assert device_launch_ns("NVIDIA H100 80GB HBM3") == MEASURED_NS["H100 80GB HBM3"] == 1210
+    assert device_launch_ns("NVIDIA H100 PCIe") is None  # another card of the name, not measured
+    assert device_launch_ns("NVIDIA A100-SXM4-80GB") is None and device_launch_ns("cpu") is None
+
+
 def test_host_work_between_two_kernels_is_not_counted():
     windows = [SampleWindow(0, 10, 1_000)]
     records = [api(1, 1), api(20, 2, end=30), api(200, 3, end=210)]  # ~170 of host work between launches

@@ -270,7 +270,7 @@ def test_sampler_lengthens_the_lead_in_while_the_host_is_late_and_carries_the_la
     early = IterationSpan(0, 10_000, 1, 5_000, 6_000, launch_gap_ns=1_000)
     calls = []
 
-    def measure(cupti, prepare, body, indices, dev, *, setup=None, launch_ns=None):
+    def measure(cupti, prepare, body, indices, dev, *, setup=None, launch_ns=None, device_launch_ns=None):
         prepare(0)
         calls.append(launch_ns)
         return [late] * 4 if len(calls) == 1 else [early] * 3 + [late]
@@ -298,7 +298,7 @@ def test_traced_dry_runs_size_the_first_lead_in(monkeypatch):
     dry = [span(500_000), span(20_000), span(30_000), span(20_000)] + [span(0)] * 6
     batches = []
 
-    def measure(cupti, prepare, body, indices, dev, *, setup=None, launch_ns=None):
+    def measure(cupti, prepare, body, indices, dev, *, setup=None, launch_ns=None, device_launch_ns=None):
         batches.append((len(indices), launch_ns))
         return dry if len(batches) == 1 else [span(0)] * len(indices)
 
