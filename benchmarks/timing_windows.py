@@ -1,8 +1,8 @@
 """Per timing session of one solution, in-process: its claim, the judge's windows, and the timer's lead-in.
 
 Builds the named solution of a trace set (the example set by default) and times it on each of its definition's
-workloads in turn (as one persistent worker runs them), in ``--sessions`` sessions each, as an evaluation does (``LocalSolution``: the harness in this process, a fresh seed per
-call, the judge's clock), and prints for each session the claimed median, the median and largest window of the
+workloads in turn (as one persistent worker runs them), in ``--sessions`` sessions each, as an evaluation does
+(``LocalSolution``: the harness in this process, a fresh seed per call, the judge's clock), and prints for each session the claimed median, the median and largest window of the
 timed calls, the warm-up calls' windows, every lengthening of the lead-in (host lateness and the extra lead-in
 it led to), and whether the judge believed the claim. For host-bound solutions, whose windows hold far more
 than their kernels (docs/security.md).
