@@ -181,6 +181,31 @@ def _flashinfer_decode_case(batch: int, kv_len: int, qo_heads: int) -> Callable[
     return case
 
 
+def _routine_case(line: str, backend: str) -> Callable[[torch.device], Case]:
+    """The call the routine CLI times for ``backend`` on a line of its test list (eager, as the CLI with
+    --no_cuda_graph): where our CLI and FlashInfer's disagree (issue 11), ncu says which is the GPU's time."""
+
+    def case(dev: torch.device) -> Case:
+        import flashinfer
+
+        from flashinfer_bench.routines.args import parse_case
+        from flashinfer_bench.routines.runner import build_case
+
+        args = parse_case(line.split())
+        torch.manual_seed(args.random_seed)
+        return build_case(args, dev, flashinfer, use_cuda_graph=False).make_backend(backend), ()
+
+    return case
+
+
+_PAGED_PREFILL = ("--routine BatchPrefillWithPagedKVCacheWrapper --backends fa2 --page_size 16 --batch_size 16 "
+                  "--s_qo 1024 --s_kv 1024 --num_qo_heads 8 --num_kv_heads 8 --head_dim_qk 128 --head_dim_vo 128 "
+                  "--random_actual_seq_len --causal --no_cuda_graph")
+_RANDOM_DECODE = ("--routine BatchDecodeWithPagedKVCacheWrapper --backends fa2_tc --page_size 16 --batch_size 16 "
+                  "--s_qo 1 --s_kv 8192 --num_qo_heads 64 --num_kv_heads 8 --head_dim_qk 128 --head_dim_vo 128 "
+                  "--random_actual_seq_len --no_cuda_graph")
+
+
 def _has_flashinfer() -> bool:
     try:
         import flashinfer  # noqa: F401
@@ -194,6 +219,9 @@ FLASHINFER_CASES: dict[str, Callable[[torch.device], Case]] = {
     "fi_decode_b1_kv1024": _flashinfer_decode_case(1, 1024, 32),
     "fi_decode_b4_kv2048": _flashinfer_decode_case(4, 2048, 32),
     "fi_decode_b32_kv8192": _flashinfer_decode_case(32, 8192, 64),
+    # The parity test list's lines where the two CLIs differed most (docs/measurements.md: +7.3% and -8.4%).
+    "fi_paged_prefill_random_fa2": _routine_case(_PAGED_PREFILL, "fa2"),
+    "fi_decode_random_fa2_tc": _routine_case(_RANDOM_DECODE, "fa2_tc"),
 }
 CASES: dict[str, Callable[[torch.device], Case]] = {
     "matmul_bf16_4096": _matmul_case,
