@@ -12,8 +12,8 @@ This times a small kernel (a 256^3 bf16 matmul, a few us) with a harness-like se
 
 and prints per variant: median span (us), records per sample, record-processing time per sample (us), wall
 time per sample (us). It also prints what one activity_enable/activity_disable pair costs (why the timer does
-not switch tracing off around the setup), and how long a worker takes from its start until its judge has it
-ready.
+not switch tracing off around the setup), what the timer's own switch costs per batch, and how long a worker
+takes from its start until its judge has it ready.
 
     python benchmarks/cupti_costs.py [--samples 200]
 """
@@ -97,6 +97,18 @@ def toggle_cost_us(cupti, repeats: int = 200) -> float:
     return (time.perf_counter() - start) / repeats * 1e6
 
 
+def tracing_switch_ms(cupti, repeats: int = 5) -> tuple[float, int]:
+    """What switching the timer's tracing on and off costs (``_Session._set_enabled``: the record kinds, then the
+    choice of API calls whose records are kept), in ms per on/off pair, and how many API calls are chosen."""
+    cupti_timer._session = None
+    session = cupti_timer.session(cupti)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        session._set_enabled(True)
+        session._set_enabled(False)
+    return (time.perf_counter() - start) / repeats * 1e3, len(session.api_choices)
+
+
 def worker_ready_s(device: str) -> float:
     """From starting a worker to the judge having it ready (a judge already running)."""
     import tempfile
@@ -131,6 +143,8 @@ def main() -> None:
     dev = torch.device("cuda", 0)
     torch.zeros(1, device=dev)
     print(f"activity_enable + activity_disable of one kind: {toggle_cost_us(cupti):.1f} us")
+    switch_ms, choices = tracing_switch_ms(cupti)
+    print(f"the timer's tracing on and off (record kinds and the choice of {choices} API calls): {switch_ms:.2f} ms")
     print(f"{'variant':<16} {'span us':>9} {'n':>5} {'api/smp':>8} {'gpu/smp':>8} {'process us':>10} {'wall us':>9}")
     for name in ("no setup", "setup, all api", "setup", "driver api only"):
         run_variant(cupti, name, args.samples, dev)
