@@ -1,3 +1,5 @@
+"""What runner processes do to themselves and describe (bench/runner/device_setup.py)."""
+
 import pickle
 import subprocess
 import sys
