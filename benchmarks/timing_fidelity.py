@@ -239,6 +239,9 @@ CASES: dict[str, Callable[[torch.device], Case]] = {
 # The cases issue 11 holds to 3% of ncu's per-call sum besides the single kernels.
 HOST_LATE = ("rms_norm_after_30us_host", "rms_norm_after_200us_host", "two_kernels_30us_apart", *FLASHINFER_CASES)
 SINGLE_KERNEL = ("matmul_bf16_4096", "rms_norm_1x4096", "rms_norm_triton_1x4096", "mul2_64MiB_bf16")
+# Calls of several kernels in sequence: ncu's default flushes every cache before each kernel, where the call
+# itself starts its later kernels on what the earlier ones left in the L2 (the diagnostics compare both).
+MULTI_KERNEL = ("several_small_kernels", "two_kernels_30us_apart")
 # (label, enable_cupti, use_cuda_graph)
 METHODS = [
     ("cupti", True, False),
@@ -379,11 +382,12 @@ def extras(dev: torch.device) -> dict[str, Any]:
 
 
 def diagnostics(dev: torch.device, names: list[str], no_ncu: bool, log: dict[str, Any]) -> dict[str, Any]:
-    """Where CUPTI and ncu differ, why: ncu without its cache flush, CUPTI warm, CUPTI with a write-only flush."""
+    """Where CUPTI and ncu differ, why: ncu without its cache flush (the call's own flush before it, none between
+    its kernels), CUPTI warm, CUPTI with a write-only flush."""
     from flashinfer_bench.timing import l2
 
     out: dict[str, Any] = {}
-    for name in SINGLE_KERNEL:
+    for name in (*SINGLE_KERNEL, *MULTI_KERNEL):
         if name not in names:
             continue
         fn, args = CASES[name](dev)
@@ -499,8 +503,10 @@ def print_table(report: dict[str, Any]) -> None:
         ncu_none = row["ncu_no_cache_control"]["per_call_us"] if row["ncu_no_cache_control"] else None
         ref = report["cases"][name]["ncu"]
         ref_us = ref["per_call_us"] if ref else None
+        cupti_us = _median_us(report["cases"][name]["methods"]["cupti"])
         print(
-            f"diag {name}: ncu(cache none) {ncu_none if ncu_none is None else round(ncu_none, 2)} us; "
+            f"diag {name}: ncu(cache none) {ncu_none if ncu_none is None else round(ncu_none, 2)} us, against which "
+            f"cupti {cupti_us:.2f}{_err(cupti_us, ncu_none)}; "
             f"cupti warm {_median_us(row['cupti_warm']):.2f}{_err(_median_us(row['cupti_warm']), ref_us)}; "
             f"cupti write-only flush {_median_us(row['cupti_flush_write_only']):.2f}"
             f"{_err(_median_us(row['cupti_flush_write_only']), ref_us)}"
