@@ -124,8 +124,10 @@ def evaluate(kind: str, root: Path, config, devices: list[str], address: str | N
             "statuses": {(t.solution, t.workload.uuid): t.evaluation.status.value for t in traces}}
 
 
-#: The CLI's lines that mark a command's phases: the trace set read, and each verdict ("[k/N] ...").
-TRACE_SET_LINE, VERDICT_LINE = re.compile(r"^trace set "), re.compile(r"^\[\d+/\d+\] ")
+#: The CLI's lines that mark a command's phases: connected to the cluster (Ray only), the trace set read, and each
+#: verdict ("[k/N] ...").
+CLUSTER_LINE, TRACE_SET_LINE = re.compile(r"^ray cluster: "), re.compile(r"^trace set ")
+VERDICT_LINE = re.compile(r"^\[\d+/\d+\] ")
 
 
 def cli_run(kind: str, root: Path, address: str, flags: list[str]) -> dict:
@@ -149,7 +151,9 @@ def cli_run(kind: str, root: Path, address: str, flags: list[str]) -> dict:
         for line in process.stdout:
             now = time.perf_counter() - started
             output.append(line)
-            if TRACE_SET_LINE.match(line):
+            if CLUSTER_LINE.match(line):
+                phases.setdefault("connected_s", now)
+            elif TRACE_SET_LINE.match(line):
                 phases.setdefault("read_s", now)
             elif VERDICT_LINE.match(line):
                 phases.setdefault("first_verdict_s", now)
@@ -192,10 +196,12 @@ def ray_over_plain(rows: list[dict], seconds: str, what: str) -> int:
 
 def compare_cli(root: Path, address: str, repeats: int, flags: list[str]) -> int:
     rows = alternate(repeats, lambda kind: cli_run(kind, root, address, flags), "wall_s")
-    print(f"{'command':18}{'evaluations':>12}{'read s':>8}{'first s':>9}{'last s':>8}{'wall s':>8}  statuses")
+    print(f"{'command':18}{'evaluations':>12}{'connected s':>12}{'read s':>8}{'first s':>9}{'last s':>8}{'wall s':>8}"
+          "  statuses")
     for row in rows:
         phases = "".join(f"{row.get(key, float('nan')):>{width}.1f}"
-                         for key, width in (("read_s", 8), ("first_verdict_s", 9), ("last_verdict_s", 8)))
+                         for key, width in (("connected_s", 12), ("read_s", 8), ("first_verdict_s", 9),
+                                            ("last_verdict_s", 8)))
         print(f"{'run' if row['runner'] == 'plain' else 'run --ray-address':18}{row['evaluations']:>12}{phases}"
               f"{row['wall_s']:>8.1f}  {status_counts(row)}")
     return ray_over_plain(rows, "wall_s", "whole command")

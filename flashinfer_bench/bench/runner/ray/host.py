@@ -19,21 +19,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flashinfer_bench.bench.runner.protocol import WorkItem
-from flashinfer_bench.bench.runner.ray.blobs import materialise
-from flashinfer_bench.bench.runner.ray.protocol import (
-    FAILED,
-    GROUP,
-    GROUP_DONE,
-    READY,
-    STOP,
-    VERDICT,
-    DeviceConfig,
-    HostInfo,
-    ItemReport,
-)
+# The project's modules are imported once the device process is started, not here: the actor's process imports
+# this module before it can start the device process, whose worker server's imports are what the first verdict
+# waits for (the protocol's models pull in pydantic and the data model, about 0.1-0.4 s).
+if TYPE_CHECKING:
+    from flashinfer_bench.bench.runner.protocol import WorkItem
+    from flashinfer_bench.bench.runner.ray.protocol import HostInfo, ItemReport
 
 DEVICE_PROCESS = "flashinfer_bench.bench.runner.ray.device_process"
 STOP_TIMEOUT_S = 30.0
@@ -90,6 +83,8 @@ class DeviceHost:
             self.process = subprocess.Popen([sys.executable, "-m", DEVICE_PROCESS, str(theirs.fileno())],
                                             pass_fds=(theirs.fileno(),), env=device_process_environment(),
                                             cwd=self.root)
+        from flashinfer_bench.bench.runner.ray.protocol import DeviceConfig
+
         self.conn = Connection(ours.detach())
         self.info: HostInfo | None = None
         self.conn.send(DeviceConfig(self.device, timeout_seconds, items_per_worker, str(log_dir),
@@ -98,6 +93,8 @@ class DeviceHost:
     def ready(self) -> HostInfo:
         """Once the device process's judge is up: where this host is, and its environment (asked again, the same)."""
         import ray
+
+        from flashinfer_bench.bench.runner.ray.protocol import READY, HostInfo
 
         if self.info is None:
             _, environment = self._receive(READY)
@@ -108,6 +105,9 @@ class DeviceHost:
     def run_group(self, items: list[WorkItem], blobs: Mapping[str, Any]) -> Iterator[ItemReport]:
         """Evaluate ``items`` in order on this device, yielding each verdict as it exists (a Ray streaming
         generator); ``blobs``: {path in the trace set: object ref} of every blob they read."""
+        from flashinfer_bench.bench.runner.ray.blobs import materialise
+        from flashinfer_bench.bench.runner.ray.protocol import GROUP, GROUP_DONE, VERDICT
+
         materialise(self.trace_set_root, blobs)
         self.conn.send((GROUP, [replace(item, trace_set_root=str(self.trace_set_root)) for item in items]))
         while True:
@@ -118,6 +118,8 @@ class DeviceHost:
 
     def stop(self) -> None:
         """Stop the device process (its workers' builds go into this node's build cache) and clean up."""
+        from flashinfer_bench.bench.runner.ray.protocol import STOP
+
         try:
             self.conn.send((STOP, None))
             self.process.wait(timeout=STOP_TIMEOUT_S)
@@ -128,6 +130,8 @@ class DeviceHost:
         shutil.rmtree(self.root, ignore_errors=True)
 
     def _receive(self, *expected: str) -> tuple[str, Any]:
+        from flashinfer_bench.bench.runner.ray.protocol import FAILED
+
         try:
             tag, payload = self.conn.recv()
         except (EOFError, OSError):
