@@ -46,6 +46,8 @@ def general_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--generate_repro_command", action="store_true", help="Print and store a reproducer command."
     )
+    p.add_argument("--enable_pdl", action="store_true",
+                   help="Launch with programmatic dependent launch where FlashInfer's call takes it (off: forced off).")
     p.add_argument("--backends", nargs="+", default=None, help="Backends to test (default as FlashInfer's benchmark: fa2 for attention, cudnn for GEMMs, "
                         "a MoE routine's own backend); torch is this tool's reference backend.")
     return p
@@ -127,7 +129,7 @@ def parse_case(argv: Sequence[str]) -> argparse.Namespace:
     general, rest = general_parser().parse_known_args(list(argv))
     ordered = argparse.Namespace()
     for key, value in vars(general).items():
-        if key == "backends":
+        if key == "enable_pdl":
             ordered.repro_command = ""
         setattr(ordered, key, value)
     spec = ROUTINES[general.routine]

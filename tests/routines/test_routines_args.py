@@ -30,7 +30,9 @@ def test_namespace_order_and_defaults_match_flashinfers_benchmark():
     keys = list(vars(args))
     assert keys[:3] == ["routine", "no_cuda_graph", "use_cuda_events"]
     assert keys.index("generate_repro_command") + 1 == keys.index("repro_command")
-    assert keys.index("repro_command") + 1 == keys.index("backends")
+    assert keys.index("repro_command") + 1 == keys.index("enable_pdl")
+    assert keys.index("enable_pdl") + 1 == keys.index("backends")
+    assert args.enable_pdl is False
     assert keys[-2:] == ["causal", "random_actual_seq_len"]
     assert (args.random_seed, args.num_iters, args.dry_run_iters, args.s_qo, args.verbose) == (42, 30, 5, 1, 1)
     assert repr(args).startswith("Namespace(routine='BatchDecodeWithPagedKVCacheWrapper', no_cuda_graph=False")

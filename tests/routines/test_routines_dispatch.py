@@ -64,13 +64,18 @@ class FakeDecodeWrapper:
 
     def __init__(self, workspace, layout, **kwargs):
         self.layout, self.kwargs, self.planned = layout, kwargs, None
+        self.runs: list[dict] = []
         FakeDecodeWrapper.instances.append(self)
 
     def plan(self, *args, **kwargs):
         self.planned = (args, kwargs)
 
-    def run(self, q, kv):
-        return FakeDecodeWrapper.answer(q, kv), torch.zeros(1)  # (out, lse) like return_lse=True
+    def run(self, q, kv, *, out=None, enable_pdl=None):
+        self.runs.append({"out": out, "enable_pdl": enable_pdl})
+        answer = FakeDecodeWrapper.answer(q, kv)
+        if out is not None:
+            answer = out.copy_(answer)
+        return answer, torch.zeros(1)  # (out, lse) like return_lse=True
 
 
 @pytest.fixture
@@ -103,6 +108,21 @@ def test_decode_wrappers_are_planned_as_flashinfer_expects(fake_flashinfer, caps
     assert plan_args[3:] == (4, 2, 16, 4)  # heads q/kv, head dim, page size
     assert plan_kwargs["q_data_type"] == torch.bfloat16 and plan_kwargs["sm_scale"] == pytest.approx(0.25)
     assert torch.equal(plan_args[0], inp.kv_indptr) and torch.equal(plan_args[2], inp.last_page_len)
+
+
+@pytest.mark.parametrize("flag, pdl", [("", False), (" --enable_pdl", True)])
+def test_wrappers_run_as_flashinfers_benchmark_runs_them(fake_flashinfer, capsys, fake_timer, flag, pdl):
+    """One output tensor for every call of a backend (run() would allocate one per call), and programmatic
+    dependent launch forced off unless --enable_pdl, as FlashInfer's benchmark calls its wrappers."""
+    args = parse_case(DECODE.split())
+    inp = attention.make_inputs(args, torch.device("cpu"))
+    FakeDecodeWrapper.answer = staticmethod(lambda q, kv: attention.torch_attention(inp, args, torch.bfloat16))
+    assert main(f"{DECODE} --backends fa2 --refcheck{flag}".split(), timer=fake_timer) == 0, capsys.readouterr().out
+    (fa2,) = FakeDecodeWrapper.instances
+    outs = [run["out"] for run in fa2.runs]
+    assert len(outs) == 2 and outs[0] is outs[1]  # the refcheck's call and the timer's
+    assert outs[0].shape == (args.batch_size, args.num_qo_heads, args.head_dim_vo)
+    assert {run["enable_pdl"] for run in fa2.runs} == {pdl}
 
 
 def test_wrong_flashinfer_output_is_caught_by_refcheck(fake_flashinfer, capsys, fake_timer):
