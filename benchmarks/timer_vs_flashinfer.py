@@ -1,11 +1,13 @@
 """Our timer and FlashInfer's own ``bench_gpu_time`` on the exact callable our routine CLI times for one test-list
 line, alternating in one process: where the two CLIs disagree, whether the timers do, and why.
 
-Each round times the call with our ``bench_gpu_time_detailed`` (CUPTI, cold L2, as the CLI does), then with
-FlashInfer's ``bench_gpu_time`` (CUPTI, ``cold_l2_cache=True``, as its CLI does), ``--num-iters`` samples each.
-Printed per round and timer: the median; for ours also the kernel records' own span (first kernel start to
-last kernel end, no lead-in); and the SM clock NVML reported while the timer ran (sampled every millisecond by
-a thread: minimum and median), since a timer that keeps the GPU busier can run it at a lower clock.
+Each round times the call with our ``bench_gpu_time_detailed`` (CUPTI, cold L2, as the CLI does), again with
+our timer's flush made FlashInfer's (the buffer written, not read back: the L2 is left full of dirty lines that
+the timed call must write back), then with FlashInfer's ``bench_gpu_time`` (CUPTI, ``cold_l2_cache=True``, as
+its CLI does), ``--num-iters`` samples each. Printed per round and timer: the median; for ours also the kernel
+records' own span (first kernel start to last kernel end, no lead-in); and the SM clock NVML reported while the
+timer ran (sampled every millisecond by a thread: minimum and median), since a timer that keeps the GPU busier
+can run it at a lower clock.
 
     python3 benchmarks/timer_vs_flashinfer.py [--rounds 3] [--num-iters 30] [--backend fa2] -- LINE...
 
@@ -51,11 +53,17 @@ def clocks(seen: list[int]) -> str:
     return f"{min(seen)}/{int(statistics.median(seen))} MHz" if seen else "clock unknown"
 
 
-def ours(fn: Callable[[], object], device: torch.device, iters: int, dry: int) -> tuple[float, float | None]:
-    from flashinfer_bench.timing import bench_gpu_time_detailed
+def ours(fn: Callable[[], object], device: torch.device, iters: int, dry: int, read_back: bool = True,
+         ) -> tuple[float, float | None]:
+    """Our median and kernel-records median (us); ``read_back=False``: the flush leaves a dirty L2."""
+    from flashinfer_bench.timing import bench_gpu_time_detailed, l2
 
-    result = bench_gpu_time_detailed(fn, enable_cupti=True, num_iters=iters, dry_run_iters=dry, cold_l2_cache=True,
-                                     use_cuda_graph=False, device=device)
+    l2.FLUSH_READ_BACK, saved = read_back, l2.FLUSH_READ_BACK
+    try:
+        result = bench_gpu_time_detailed(fn, enable_cupti=True, num_iters=iters, dry_run_iters=dry, cold_l2_cache=True,
+                                         use_cuda_graph=False, device=device)
+    finally:
+        l2.FLUSH_READ_BACK = saved
     kernels = result.kernel_samples_ms
     for warning in result.warnings:
         print(f"    ours: {warning}")
@@ -99,12 +107,13 @@ def main() -> None:
         seen_ours: list[int] = []
         with clock_samples(device, seen_ours):
             median, kernels = ours(fn, device, args.num_iters, args.dry_run_iters)
+        dirty, _ = ours(fn, device, args.num_iters, args.dry_run_iters, read_back=False)
         seen_theirs: list[int] = []
         with clock_samples(device, seen_theirs):
             their = theirs(fn, args.num_iters, args.dry_run_iters)
         kernel_text = f"{kernels:.2f}" if kernels is not None else "-"
         print(f"  round {round_}: ours {median:.2f} (kernel records {kernel_text}; {clocks(seen_ours)})   "
-              f"flashinfer {their:.2f} ({clocks(seen_theirs)})")
+              f"ours, dirty L2 {dirty:.2f}   flashinfer {their:.2f} ({clocks(seen_theirs)})")
 
 
 if __name__ == "__main__":
