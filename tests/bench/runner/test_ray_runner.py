@@ -403,3 +403,12 @@ def test_the_device_kind_and_the_start_up_line():
                                            "cuda device (16 device(s), one per GPU)")
     cpu_nodes = [Node("a", "127.0.0.1", 0, 1), Node("b", "127.0.0.1", 0, 0.5)]
     assert device_kind(cpu_nodes) == "cpu" and [node.devices("cpu") for node in cpu_nodes] == [1, 0]
+
+
+def test_the_host_module_imports_nothing_heavy_before_its_device_process_starts():
+    """A device host's actor imports host.py and only then starts the device process, whose worker server's imports
+    are what the device's first verdict waits for: host.py itself imports neither pydantic nor the data model."""
+    probe = ("import sys; import flashinfer_bench.bench.runner.ray.host; "
+             "print(sorted(m for m in ('pydantic', 'flashinfer_bench.data', 'torch', 'ray') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=child_env())
+    assert done.stdout.strip() == "[]"
