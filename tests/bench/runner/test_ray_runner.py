@@ -412,3 +412,17 @@ def test_the_host_module_imports_nothing_heavy_before_its_device_process_starts(
              "print(sorted(m for m in ('pydantic', 'flashinfer_bench.data', 'torch', 'ray') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=child_env())
     assert done.stdout.strip() == "[]"
+
+
+def test_the_device_process_gets_the_drivers_thread_count_not_rays(monkeypatch):
+    """Ray sets OMP_NUM_THREADS=1 in an actor that has one CPU; the device process (judge and workers) gets the
+    driver's value instead, or none, as a local run has; and none of Ray's own variables."""
+    from flashinfer_bench.bench.runner.ray.host import device_process_environment
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "secret")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    unset = device_process_environment(None)
+    assert "OMP_NUM_THREADS" not in unset and not any(name.startswith("RAY_") for name in unset)
+    assert unset["CUDA_VISIBLE_DEVICES"] == "3"
+    assert device_process_environment("8")["OMP_NUM_THREADS"] == "8"

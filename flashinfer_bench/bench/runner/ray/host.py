@@ -39,10 +39,19 @@ class DeviceProcessFailed(RuntimeError):
     """The device process raised (a device that cannot start its judge, say): the driver stops the run with it."""
 
 
-def device_process_environment() -> dict[str, str]:
+def device_process_environment(omp_num_threads: str | None) -> dict[str, str]:
     """The actor's environment less Ray's own variables (``RAY_AUTH_TOKEN`` among them): the device process, its
-    judge and its workers inherit it. CUDA_VISIBLE_DEVICES (the host's one GPU, set by Ray) stays."""
-    return {name: value for name, value in os.environ.items() if not name.startswith("RAY_")}
+    judge and its workers inherit it. CUDA_VISIBLE_DEVICES (the host's one GPU, set by Ray) stays.
+
+    OMP_NUM_THREADS is the driver's (``omp_num_threads``; None: unset). Ray sets it to the actor's CPUs (1) where
+    it was unset, which would leave the judge and workers one thread for torch's CPU work (copying outputs
+    through shared memory, say) where a local run has them all (on an H100 that made the evaluations of an
+    816-evaluation run 10% slower than a local run's: docs/measurements.md)."""
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("RAY_")}
+    environment.pop("OMP_NUM_THREADS", None)
+    if omp_num_threads is not None:
+        environment["OMP_NUM_THREADS"] = omp_num_threads
+    return environment
 
 
 def ray_private_directories() -> tuple[str, ...]:
@@ -68,7 +77,8 @@ def remove_stale_roots() -> None:
 
 
 class DeviceHost:
-    def __init__(self, kind: str, timeout_seconds: float, items_per_worker: int | None):
+    def __init__(self, kind: str, timeout_seconds: float, items_per_worker: int | None,
+                 omp_num_threads: str | None):
         # Ray makes a GPU host's one GPU the only visible one (CUDA_VISIBLE_DEVICES).
         self.device = "cuda:0" if kind == "cuda" else "cpu"
         remove_stale_roots()
@@ -81,7 +91,8 @@ class DeviceHost:
         ours, theirs = socket.socketpair()
         with theirs:
             self.process = subprocess.Popen([sys.executable, "-m", DEVICE_PROCESS, str(theirs.fileno())],
-                                            pass_fds=(theirs.fileno(),), env=device_process_environment(),
+                                            pass_fds=(theirs.fileno(),),
+                                            env=device_process_environment(omp_num_threads),
                                             cwd=self.root)
         from flashinfer_bench.bench.runner.ray.protocol import DeviceConfig
 

@@ -13,6 +13,7 @@ had not reported: the rest of its group goes back to the front of the queue, to 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 import time
@@ -159,7 +160,7 @@ class RayRunner(Runner):
                     actor = self._actor_class.options(
                         **resources, max_restarts=0, max_task_retries=0,
                         scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
-                    ).remote(self.kind, self.timeout_seconds, self.items_per_worker)
+                    ).remote(self.kind, self.timeout_seconds, self.items_per_worker, os.environ.get("OMP_NUM_THREADS"))
                     created.append(Host(actor, node))
             self.hosts += created
         return created
