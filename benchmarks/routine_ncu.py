@@ -4,8 +4,8 @@
 same work: it runs the line once in FlashInfer's benchmark and once in ours, each under ``ncu`` (kernel
 durations, ``gpu__time_duration``, clocks left alone, caches flushed before every kernel as ncu does by default),
 profiling only the kernels whose names match ``--kernels`` (FlashInfer's attention kernels by default), and
-prints per CLI each kernel's count and median, and the sum per call. Both CLIs run with CUDA events (CUPTI's
-activity API and ncu do not share a process) and few iterations; the workload is what the line and
+prints per CLI each kernel's count and median, and the sum per call. Both CLIs run with CUDA events (so that
+neither timer's CUPTI tracing runs beside ncu) and few iterations; the workload is what the line and
 ``--random_seed`` make, so equal sums mean equal work.
 
     python3 benchmarks/routine_ncu.py --flashinfer-benchmark .anchor/flashinfer-benchmark -- \\
@@ -41,7 +41,8 @@ def durations_us(ncu_csv: Path) -> dict[str, list[float]]:
     if start is None:
         return {}
     for row in csv.DictReader(lines[start:]):
-        if row.get("Metric Name") == "gpu__time_duration.sum":
+        # torch's own kernels that the filter also matches (a CatArrayBatchedCopy in a CLI's set-up) are not the call
+        if row.get("Metric Name") == "gpu__time_duration.sum" and "at::" not in row["Kernel Name"]:
             found[row["Kernel Name"]].append(float(row["Metric Value"].replace(",", "")) / 1e3)
     return dict(found)
 
