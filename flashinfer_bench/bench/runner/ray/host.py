@@ -44,8 +44,8 @@ def device_process_environment(omp_num_threads: str | None) -> dict[str, str]:
     judge and its workers inherit it. CUDA_VISIBLE_DEVICES (the host's one GPU, set by Ray) stays.
 
     OMP_NUM_THREADS is the driver's (``omp_num_threads``; None: unset). Ray sets it to the actor's CPUs (1) where
-    it was unset, which would leave the judge and workers one thread for torch's CPU work (copying outputs
-    through shared memory, say) where a local run has them all (on an H100 that made the evaluations of an
+    it was unset, which would leave the judge and workers one thread for torch's CPU work where a local run has
+    them all (on an H100 that made the evaluations of an
     816-evaluation run 10% slower than a local run's: docs/measurements.md)."""
     environment = {name: value for name, value in os.environ.items() if not name.startswith("RAY_")}
     environment.pop("OMP_NUM_THREADS", None)
