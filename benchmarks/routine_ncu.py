@@ -17,7 +17,6 @@ Needs a GPU, ``ncu`` and FlashInfer (``shared/device/flashinfer-wheel``).
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 import subprocess
 import sys
@@ -26,6 +25,9 @@ from collections import defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from timing_fidelity import parse_ncu_csv  # noqa: E402
+
 #: FlashInfer's attention kernels (prefill, decode, their persistent and merge kernels); not torch's reference.
 ATTENTION_KERNELS = "regex:Batch|Merge|Persistent|Prefill|Decode"
 NCU = ["ncu", "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv", "--print-units", "base"]
@@ -34,16 +36,12 @@ ITERATIONS = ["--num_iters", "10", "--dry_run_iters", "2", "--use_cuda_events"]
 
 
 def durations_us(ncu_csv: Path) -> dict[str, list[float]]:
-    """{kernel name: its durations in us, in launch order} from ncu's CSV (durations in ns)."""
+    """{kernel name: its durations in us, in launch order} from ncu's CSV."""
     found: dict[str, list[float]] = defaultdict(list)
-    lines = ncu_csv.read_text().splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
-    if start is None:
-        return {}
-    for row in csv.DictReader(lines[start:]):
+    for name, duration_us in parse_ncu_csv(ncu_csv.read_text()):
         # torch's own kernels that the filter also matches (a CatArrayBatchedCopy in a CLI's set-up) are not the call
-        if row.get("Metric Name") == "gpu__time_duration.sum" and "at::" not in row["Kernel Name"]:
-            found[row["Kernel Name"]].append(float(row["Metric Value"].replace(",", "")) / 1e3)
+        if "at::" not in name:
+            found[name].append(duration_us)
     return dict(found)
 
 
@@ -59,7 +57,10 @@ def profile(name: str, command: list[str], kernels: str, out: Path) -> dict[str,
     with (out / f"{name}.log").open("w") as log:
         status = subprocess.run([*NCU, "--kernel-name", kernels, "--log-file", str(report), *command],
                                 stdout=log, stderr=subprocess.STDOUT, check=False).returncode
-    found = durations_us(report) if report.exists() else {}
+    try:
+        found = durations_us(report)
+    except (OSError, StopIteration, ValueError, KeyError):  # no report, or one that holds no kernel
+        found = {}
     print(f"{name}: exit {status}; {sum(len(v) for v in found.values())} kernels profiled (log: {out / name}.log)")
     return found
 
