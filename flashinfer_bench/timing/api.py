@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -12,7 +13,7 @@ from . import notices
 from .adaptive import AdaptiveOutcome, sample_until
 from .clocks import clock_drop_warning, sm_clock_mhz
 from .cupti_records import IterationSpan
-from .cupti_timer import CUPTI_MISSING, CuptiUnavailable, load_cupti, measure_cupti
+from .cupti_timer import CUPTI_MISSING, CuptiUnavailable, load_cupti, measure_cupti, tracing_held
 from .devices import device_name, resolve_device
 from .events import measure_events
 from .graph import WARM_CALLS_PER_GRAPH, GraphCaptureFailed, capture
@@ -356,26 +357,30 @@ def _time_cuda(
 
     steps = SampleSteps(lead_in=lead_in_step(dev, flush=policy == FLUSH_L2), body=call, setup=before_each)
     sampler = _CudaSampler(method, cupti, steps, 1, dev, notes)
-    sampler.warm_up(options.dry_run_iters, traced=not options.use_cuda_graph)
+    # Eager calls: the dry runs and every batch share one switch of CUPTI's tracing (a graph is captured
+    # untraced).
+    held = tracing_held(cupti) if method == CUPTI and not options.use_cuda_graph else contextlib.nullcontext()
+    with held:
+        sampler.warm_up(options.dry_run_iters, traced=not options.use_cuda_graph)
 
-    calls, graphed = 1, False
-    if options.use_cuda_graph:
-        calls = {WARM: WARM_CALLS_PER_GRAPH, FLUSH_L2: 1, ROTATE_BUFFERS: len(arg_sets)}[policy]
-        try:
-            graph = capture(call, calls, dev)
-        except GraphCaptureFailed as exc:
-            notices.warn(f"CUDA graph capture failed ({exc}); timing without a graph.", notes)
-            calls = 1
-        else:
-            graph.replay()
-            torch.cuda.synchronize(dev)
-            sampler.steps = SampleSteps(steps.lead_in, lambda _: graph.replay(), steps.setup)
-            sampler.calls, graphed = calls, True
+        calls, graphed = 1, False
+        if options.use_cuda_graph:
+            calls = {WARM: WARM_CALLS_PER_GRAPH, FLUSH_L2: 1, ROTATE_BUFFERS: len(arg_sets)}[policy]
+            try:
+                graph = capture(call, calls, dev)
+            except GraphCaptureFailed as exc:
+                notices.warn(f"CUDA graph capture failed ({exc}); timing without a graph.", notes)
+                calls = 1
+            else:
+                graph.replay()
+                torch.cuda.synchronize(dev)
+                sampler.steps = SampleSteps(steps.lead_in, lambda _: graph.replay(), steps.setup)
+                sampler.calls, graphed = calls, True
 
-    clocks_before = sm_clock_mhz(dev)
-    outcome = sample_until(_IndexedBatches(sampler), options.num_iters, options.target_ci_pct,
-                           options.time_budget_s)
-    clocks_after = sm_clock_mhz(dev)
+        clocks_before = sm_clock_mhz(dev)
+        outcome = sample_until(_IndexedBatches(sampler), options.num_iters, options.target_ci_pct,
+                               options.time_budget_s)
+        clocks_after = sm_clock_mhz(dev)
     if sampler.dropped:
         notices.warn(f"{sampler.dropped} samples recorded no GPU work under CUPTI and were dropped.", notes)
     if sampler.estimated_samples:

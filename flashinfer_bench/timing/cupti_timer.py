@@ -2,15 +2,18 @@
 
 ``cupti`` (package cupti-python, an optional extra) is imported lazily, once per process; the activity
 callbacks are registered once per process (again if another CUPTI client dropped them). Record kinds are
-enabled only while measuring, so the rest of the process is not traced.
+enabled only while measuring, so the rest of the process is not traced: per batch of samples, or for a whole
+timing of one callable (``held``), whose batches (dry runs, samples, a batch measured again) then share one
+switch on and off.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -58,6 +61,9 @@ class _Session:
         self.register()
         #: (switch, API call id, whether its records are kept); see ``_choose_api_records``.
         self.api_choices = self._api_choices()
+        #: Tracing is on; and how many ``held`` blocks keep it on between batches.
+        self.enabled = False
+        self.holding = 0
 
     def _api_choices(self) -> list[tuple[Callable[[int, int], Any], int, int]]:
         """Every API call this cupti-python can choose records for, each kept only if it can put work on the GPU
@@ -105,10 +111,27 @@ class _Session:
 
     def _set_enabled(self, enabled: bool) -> None:
         toggle = self.cupti.activity_enable if enabled else self.cupti.activity_disable
+        if not enabled:
+            self.enabled = False
         for kind in sorted(self.gpu_kinds | self.api_kinds):
             toggle(kind)
         if enabled:
             self._choose_api_records()
+            self.enabled = True
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Tracing, once a batch inside switched it on, stays on until the block ends: one switch on and off
+        instead of one per batch (each switch costs 0.3-0.8 ms on an H100: benchmarks/cupti_costs.py). What
+        runs between batches is traced too; its records are dropped when the next batch starts."""
+        self.holding += 1
+        try:
+            yield
+        finally:
+            self.holding -= 1
+            if not self.holding and self.enabled:
+                with contextlib.suppress(Exception):  # a CUPTI that fails here has nothing left to trace
+                    self._set_enabled(False)
 
     def trace(
         self,
@@ -141,7 +164,8 @@ class _Session:
             with self.lock:
                 self.api.clear()
                 self.gpu.clear()
-            self._set_enabled(True)
+            if not self.enabled:
+                self._set_enabled(True)
         except Exception as exc:  # cupti.cuptiError and friends: any failure means no CUPTI here
             raise CuptiUnavailable(f"CUPTI could not trace ({exc}). Falling back to CUDA events.") from exc
         windows: list[SampleWindow] = []
@@ -160,7 +184,8 @@ class _Session:
                 torch.cuda.synchronize(device)
                 windows.append(SampleWindow(lead_in, body_start, body_end))
         finally:
-            self._set_enabled(False)
+            if not self.holding:
+                self._set_enabled(False)
             cupti.activity_flush_all(_FLUSH_FORCED)
         with self.lock:
             api, gpu = list(self.api), list(self.gpu)
@@ -183,6 +208,17 @@ def session(cupti: ModuleType) -> _Session:
                 f"CUPTI could not be set up ({exc}). Falling back to CUDA events."
             ) from exc
     return _session
+
+
+@contextlib.contextmanager
+def tracing_held(cupti: ModuleType | None) -> Iterator[None]:
+    """``_Session.held`` for the process's session, where CUPTI can trace (else nothing)."""
+    try:
+        current = session(cupti) if cupti is not None else None
+    except CuptiUnavailable:
+        current = None
+    with current.held() if current is not None else contextlib.nullcontext():
+        yield
 
 
 def measure_cupti(

@@ -206,6 +206,56 @@ def test_enable_failure_raises_cupti_unavailable(fresh_session):
         cupti_timer.measure_cupti(fake, lambda i: None, lambda i: None, range(1), torch.device("cpu"))
 
 
+def count_switches(fake: FakeCupti) -> list[str]:
+    """The fake's kernel-record switch, logged: one entry per switch of the whole tracing on or off."""
+    switches = []
+    enable, disable = fake.activity_enable, fake.activity_disable
+
+    def on(kind):
+        enable(kind)
+        if kind == Kind.CONCURRENT_KERNEL:
+            switches.append("on")
+
+    def off(kind):
+        disable(kind)
+        if kind == Kind.CONCURRENT_KERNEL:
+            switches.append("off")
+
+    fake.activity_enable, fake.activity_disable = on, off
+    return switches
+
+
+def test_held_tracing_switches_once_for_several_batches_and_drops_what_ran_between(fresh_session):
+    fake = FakeCupti()
+    switches = count_switches(fake)
+    body = lambda i: fake.launch(100, 150)  # noqa: E731
+    with cupti_timer.tracing_held(fake):
+        first = cupti_timer.measure_cupti(fake, lambda i: None, body, range(2), "cpu")
+        assert fake.enabled  # still on between the batches
+        fake.launch(0, 999_999_999)  # between batches: traced, but no batch's
+        second = cupti_timer.measure_cupti(fake, lambda i: None, body, range(3), "cpu")
+    assert switches == ["on", "off"]
+    assert fake.enabled == set()
+    assert [s.duration_ms for s in first + second] == pytest.approx([50 / 1e6] * 5)
+
+
+def test_unheld_batches_switch_tracing_each(fresh_session):
+    fake = FakeCupti()
+    switches = count_switches(fake)
+    for _ in range(2):
+        cupti_timer.measure_cupti(fake, lambda i: None, lambda i: fake.launch(100, 150), range(2), "cpu")
+    assert switches == ["on", "off", "on", "off"]
+
+
+def test_held_tracing_where_cupti_cannot_trace_falls_through(fresh_session):
+    fake = FakeCupti(fail_enable=True)
+    with cupti_timer.tracing_held(fake):
+        with pytest.raises(CuptiUnavailable):
+            cupti_timer.measure_cupti(fake, lambda i: None, lambda i: None, range(1), "cpu")
+    with cupti_timer.tracing_held(None):  # no CUPTI installed
+        pass
+
+
 # ----- method choice and the missing-CUPTI warning -----
 
 

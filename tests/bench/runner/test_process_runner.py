@@ -21,6 +21,7 @@ from helpers import (
 
 from flashinfer_bench.bench import Benchmark, BenchmarkConfig
 from flashinfer_bench.bench.runner import isolated_runner, persistent_runner
+from flashinfer_bench.bench.runner.process import JudgeProcess, WorkerProcess
 from flashinfer_bench.data import TraceSet
 
 #: Prints a number drawn once per process (a sandboxed worker is pid 1 of its own namespace, so pids tell nothing).
@@ -134,6 +135,41 @@ def test_workloads_are_spread_over_devices_and_solutions_over_workers(tmp_path):
     for group in groups:  # one worker per solution per group
         workers = {(i.solution.name, pid_of[(i.workload.uuid, i.solution.name)]) for i in group}
         assert len(workers) == len({i.solution.name for i in group}) == 2
+
+
+@pytest.mark.parametrize("factory", [persistent_runner, isolated_runner], ids=["persistent", "isolated"])
+def test_a_retired_worker_stops_in_the_background_but_its_solutions_next_item_waits(tmp_path, monkeypatch,
+                                                                                       factory):
+    """Persistent: solution b's item starts while a's retired worker is still being stopped. Isolated: the next
+    item of the same solution starts only once its retired worker is gone (and its build moved into the cache)."""
+    events = []
+    kill, evaluate = WorkerProcess.kill, JudgeProcess.evaluate
+
+    def slow_kill(self, built=None):
+        if built is not None:  # a retired (or, at the end, the active) worker; spares have built nothing
+            time.sleep(0.5)
+            kill(self, built)
+            events.append(("stopped", built.name))
+        else:
+            kill(self, built)
+
+    def logged_evaluate(self, item, *args, **kwargs):
+        events.append(("evaluating", item.solution.name))
+        return evaluate(self, item, *args, **kwargs)
+
+    monkeypatch.setattr(WorkerProcess, "kill", slow_kill)
+    monkeypatch.setattr(JudgeProcess, "evaluate", logged_evaluate)
+    solutions = {"a": PRINT_PID, "b": PRINT_PID} if factory is persistent_runner else {"a": PRINT_PID}
+    trace_set = TraceSet.from_path(scale_add_set(tmp_path, solutions, sizes=(8,) if len(solutions) == 2 else (8, 16)))
+    runner = factory(["cpu"], timeout_seconds=30)
+    result = Benchmark(trace_set, CONFIG, runner_factory=lambda c: runner).run_all(save_results=False)
+    assert all(t.evaluation.status.value == "PASSED" for t in result.traces["scale_add"])
+    if factory is persistent_runner:
+        assert events[:3] == [("evaluating", "a"), ("evaluating", "b"), ("stopped", "a")]
+    else:
+        assert events[:3] == [("evaluating", "a"), ("stopped", "a"), ("evaluating", "a")]
+    assert not runner.slots[0].retiring  # closing the runner waited for every retirement
+    assert live_processes_named("fib-worker") == []
 
 
 def test_a_worker_that_dies_before_it_is_ready_is_replaced(tmp_path):

@@ -1,0 +1,126 @@
+"""Where a worker's time goes, phase by phase: in the timing loop, and in its first calls.
+
+This process judges (as ``timed_call_costs.py`` does); a real worker process, not sandboxed, runs ``scale_add``
+through the harness at the default settings, with every phase of the harness and of the timer wrapped in a
+clock. When the worker stops it prints, per phase of the timing loop: how often it ran, its median, 90th and
+99th percentile and longest time, and its time per timed call (its whole time over the timed calls, so that a
+phase that runs once per batch shows what it costs each call), and where its runs over ``SLOW_US`` were
+(session and place in it); then each of its first correctness calls (the
+new worker's first: CUDA loads a kernel's module on its first launch) split into its phases; then its loads.
+
+    python benchmarks/worker_phases.py [--n 65536] [--evaluations 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import timed_call_costs
+
+#: (label, start ns, end ns) of every wrapped call in the worker.
+EVENTS: list[tuple[str, int, int]] = []
+#: A phase's runs longer than this are listed one by one.
+SLOW_US = 700.0
+
+
+def clocked(owner: object, name: str, label: str | None = None) -> None:
+    original = getattr(owner, name)
+
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter_ns()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            EVENTS.append((label or name, start, time.perf_counter_ns()))
+
+    setattr(owner, name, wrapper)
+
+
+def report() -> None:
+    sessions = [(start, end) for label, start, end in EVENTS if label == "time"]
+    inside: dict[str, list[float]] = {}
+    for label, start, end in EVENTS:
+        if label != "time" and any(s <= start and end <= e for s, e in sessions):
+            inside.setdefault(label, []).append((end - start) / 1e3)
+    calls = len(inside.get("call", []))
+    if not calls:
+        print("  worker: no timed calls")
+        return
+    span_us = sum(end - start for start, end in sessions) / 1e3
+    print(f"  worker: {len(sessions)} timing sessions, {calls} timed calls, {span_us / calls:.1f} us per timed call")
+    for label, times in sorted(inside.items(), key=lambda item: -sum(item[1])):
+        q = statistics.quantiles(times, n=100) if len(times) > 2 else [times[0]] * 99
+        print(f"    {label:20s} n={len(times):6d} median {statistics.median(times):8.1f} p90 {q[89]:8.1f} "
+              f"p99 {q[98]:8.1f} max {max(times):9.1f} us, per timed call {sum(times) / calls:7.1f} us")
+    for label in inside:
+        slow = []
+        for number, (start, end) in enumerate(sorted(sessions)):
+            runs = sorted((s, e) for name, s, e in EVENTS if name == label and start <= s and e <= end)
+            slow += [f"{number}:{place}/{len(runs)} {(e - s) / 1e3:.0f}" for place, (s, e) in enumerate(runs)
+                     if (e - s) / 1e3 > SLOW_US]
+        if slow:
+            print(f"    {label} over {SLOW_US:.0f} us (session:run/runs us): {' '.join(slow[:24])}")
+    harness_calls = [(start, end) for label, start, end in EVENTS if label == "harness call"]
+    for start, end in harness_calls[:4]:
+        phases: dict[str, float] = {}
+        for label, s, e in EVENTS:
+            if label != "harness call" and start <= s and e <= end:
+                phases[label] = phases.get(label, 0.0) + (e - s) / 1e3
+        print(f"  correctness call {(end - start) / 1e3:9.1f} us: "
+              + ", ".join(f"{label} {us:.1f}" for label, us in phases.items()))
+    loads = [(end - start) / 1e3 for label, start, end in EVENTS if label == "load"]
+    print("  loads (us): " + " ".join(f"{us:.0f}" for us in loads))
+
+
+def phased_worker(conn, device: str, scratch) -> None:
+    """runner/worker.py's worker, unsandboxed, with its phases clocked; prints where its time went when it stops."""
+    import torch
+
+    from flashinfer_bench.bench.evaluators import harness
+    from flashinfer_bench.bench.evaluators.calling import TimedCall
+    from flashinfer_bench.bench.evaluators.slot import Slot
+    from flashinfer_bench.bench.runner.wire import JudgeChannel
+    from flashinfer_bench.bench.runner.worker import WireExchange, Worker
+    from flashinfer_bench.timing import cupti_timer, lead_in
+
+    for owner, name, label in (
+        (harness.Harness, "time", None), (harness.Harness, "call", "harness call"), (harness.Harness, "inputs", None),
+        (harness.Harness, "outputs", None), (harness, "take_values", None), (harness, "modified_inputs", None),
+        (harness, "clone_inputs", None), (WireExchange, "done", None), (WireExchange, "ship_asked", None),
+        (WireExchange, "shipped", None), (Slot, "write", None), (lead_in, "spin", None), (TimedCall, "call", None),
+        (torch.cuda, "synchronize", None), (cupti_timer._Session, "_set_enabled", None),
+        (cupti_timer._Session, "_buffer_completed", None), (cupti_timer, "bucket_iterations", None),
+        (Worker, "load", None),
+    ):
+        clocked(owner, name, label)
+    try:
+        Worker(JudgeChannel(conn), device, scratch, scratch).serve("none (benchmark)")
+    except EOFError:
+        pass
+    report()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=65536)
+    parser.add_argument("--evaluations", type=int, default=5)
+    args = parser.parse_args()
+    from flashinfer_bench.bench.config import BenchmarkConfig
+    from flashinfer_bench.bench.evaluators.context import EvaluationContext
+    from flashinfer_bench.bench.runner import available_devices
+    from flashinfer_bench.bench.seeds import new_run_secret
+    from flashinfer_bench.data import Definition, Workload
+
+    definition = Definition.model_validate(timed_call_costs.SCALE_ADD)
+    ctx = EvaluationContext(definition, Workload(uuid="w", axes={"n": args.n}, inputs={}),
+                            BenchmarkConfig.default().resolve(definition), available_devices()[0], None,
+                            new_run_secret())
+    timed_call_costs.unsandboxed_worker = phased_worker
+    ms = timed_call_costs.remote_ms_per_evaluation(ctx, args.evaluations, sandboxed=False)
+    print(f"remote, worker not sandboxed: {ms:.1f} ms per evaluation")
+
+
+if __name__ == "__main__":
+    main()
