@@ -252,8 +252,9 @@ def test_held_tracing_where_cupti_cannot_trace_falls_through(fresh_session):
     with cupti_timer.tracing_held(fake):
         with pytest.raises(CuptiUnavailable):
             cupti_timer.measure_cupti(fake, lambda i: None, lambda i: None, range(1), "cpu")
-    with cupti_timer.tracing_held(None):  # no CUPTI installed
-        pass
+    assert not cupti_timer._session.enabled and cupti_timer._session.holding == 0
+    with cupti_timer.tracing_held(None):  # no CUPTI installed: nothing to hold, and no error
+        assert cupti_timer._session.holding == 0
 
 
 # ----- method choice and the missing-CUPTI warning -----
