@@ -63,7 +63,7 @@ def prepare_device(device: str) -> None:
 def warm_harness_kernels(device: str) -> None:
     """Run once the kernels every evaluation launches (drawing inputs, copying them, comparing their bytes to
     find the inputs a call wrote into, filling and copying outputs): CUDA loads a kernel's module on its first
-    launch, which would otherwise land in a new worker's first item (the byte comparison's alone: 54 ms on an
+    launch, which would otherwise land in a new worker's first item (the byte comparison's alone: 43-54 ms on an
     H100)."""
     import torch
 
