@@ -19,6 +19,7 @@ import cProfile
 import os
 import pstats
 import time
+from collections.abc import Callable
 
 from flashinfer_bench.bench.config import BenchmarkConfig
 from flashinfer_bench.bench.evaluators import DefaultEvaluator
@@ -48,18 +49,28 @@ def evaluate(ctx: EvaluationContext, solution: SolutionHandle | None = None) -> 
 SPENT: dict[str, float] = {}
 
 
-def timed_method(owner: type, name: str) -> None:
-    """Add the wall time of every call of ``owner.name`` to SPENT[name]."""
+def clocked(owner: object, name: str, record: Callable[[int, int], None]) -> None:
+    """Replace ``owner.name`` by a wrapper that hands ``record`` the start and end (``perf_counter_ns``) of
+    every call."""
     original = getattr(owner, name)
 
     def wrapper(*args, **kwargs):
-        start = time.perf_counter()
+        start = time.perf_counter_ns()
         try:
             return original(*args, **kwargs)
         finally:
-            SPENT[name] = SPENT.get(name, 0.0) + time.perf_counter() - start
+            record(start, time.perf_counter_ns())
 
     setattr(owner, name, wrapper)
+
+
+def timed_method(owner: type, name: str) -> None:
+    """Add the wall time of every call of ``owner.name`` to SPENT[name]."""
+
+    def add(start: int, end: int) -> None:
+        SPENT[name] = SPENT.get(name, 0.0) + (end - start) / 1e9
+
+    clocked(owner, name, add)
 
 
 def unsandboxed_worker(conn, device: str, scratch) -> None:
