@@ -6,7 +6,7 @@ A worker runs one solution's code only: the active worker is retired when an ite
 solution; isolated mode retires it after each item. Either way the next worker has already started while the
 current item ran, so neither a crash nor isolation waits on a process start-up, and the judge (with its
 baselines) stays. Nor does the next item wait for a retired worker to be gone (its namespace taken down, its
-CUDA context destroyed: ~0.1 s on an H100): that happens in the background, and only an item of the same
+CUDA context destroyed): that happens in the background, and only an item of the same
 solution waits for it, since the retired worker's build is moved into the cache once it has exited.
 """
 
