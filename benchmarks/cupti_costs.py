@@ -12,8 +12,10 @@ This times a small kernel (a 256^3 bf16 matmul, a few us) with a harness-like se
 
 and prints per variant: median span (us), records per sample, record-processing time per sample (us), wall
 time per sample (us). It also prints what one activity_enable/activity_disable pair costs (why the timer does
-not switch tracing off around the setup), what the timer's own switch costs per batch, and how long a worker
-takes from its start until its judge has it ready.
+not switch tracing off around the setup), what the timer's own switch costs per batch, what the first launch
+after a forced flush of the records costs by the size of CUPTI's record buffers (the timer flushes after every
+batch, and CUPTI asks for a new buffer at the next record), and how long a worker takes from its start until its
+judge has it ready.
 
     python benchmarks/cupti_costs.py [--samples 200]
 """
@@ -109,6 +111,38 @@ def tracing_switch_ms(cupti, repeats: int = 5) -> tuple[float, int]:
     return (time.perf_counter() - start) / repeats * 1e3, len(session.api_choices)
 
 
+def after_flush_us(cupti, buffer_bytes: int, repeats: int = 40) -> tuple[float, float, float]:
+    """Medians (us) of a forced flush of 20 launches' records, of the first launch after it and of the second,
+    with CUPTI's record buffers of ``buffer_bytes`` (the timer's tracing on throughout)."""
+    saved = cupti_timer._BUFFER_BYTES
+    cupti_timer._BUFFER_BYTES = buffer_bytes
+    cupti_timer._session = None
+    session = cupti_timer.session(cupti)
+    flush, first, second = [], [], []
+    try:
+        with session.held():
+            session._set_enabled(True)
+            for _ in range(repeats):
+                for _ in range(20):
+                    torch.cuda._sleep(10)
+                torch.cuda.synchronize()
+                start = time.perf_counter_ns()
+                cupti.activity_flush_all(cupti_timer._FLUSH_FORCED)
+                flushed = time.perf_counter_ns()
+                torch.cuda._sleep(10)
+                launched = time.perf_counter_ns()
+                torch.cuda._sleep(10)
+                flush.append((flushed - start) / 1e3)
+                first.append((launched - flushed) / 1e3)
+                second.append((time.perf_counter_ns() - launched) / 1e3)
+            torch.cuda.synchronize()
+    finally:
+        cupti.activity_flush_all(cupti_timer._FLUSH_FORCED)
+        cupti_timer._BUFFER_BYTES = saved
+    warm = slice(5, None)  # the first rounds allocate what later ones reuse
+    return statistics.median(flush[warm]), statistics.median(first[warm]), statistics.median(second[warm])
+
+
 def worker_ready_s(device: str) -> float:
     """From starting a worker to the judge having it ready (a judge already running)."""
     import tempfile
@@ -148,6 +182,10 @@ def main() -> None:
     print(f"{'variant':<16} {'span us':>9} {'n':>5} {'api/smp':>8} {'gpu/smp':>8} {'process us':>10} {'wall us':>9}")
     for name in ("no setup", "setup, all api", "setup", "driver api only"):
         run_variant(cupti, name, args.samples, dev)
+    for size in (64 << 10, 1 << 20, cupti_timer._BUFFER_BYTES):
+        flush_us, first_us, second_us = after_flush_us(cupti, size)
+        print(f"record buffers of {size >> 10} KiB: forced flush {flush_us:.1f} us, first launch after it "
+              f"{first_us:.1f} us, the second {second_us:.1f} us")
     print(f"worker start to ready (judge running): {worker_ready_s('cuda:0'):.2f} s")
 
 

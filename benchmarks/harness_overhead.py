@@ -10,7 +10,11 @@ warms the build cache once, then runs each runner in a fresh process at default 
 - the wall time of a verdict for a solution that crashes (segfault) against one that passes.
 
     python benchmarks/harness_overhead.py [--solutions 4] [--workloads 8] [--runners persistent,isolated]
-                                          [--json out.json] [--profile DIR]
+                                          [--repeat N] [--json out.json] [--profile DIR]
+
+``--repeat N``: each runner is measured in N fresh processes one after another; the start-up and the overhead
+are the medians, and every run's overhead is printed too: on one lent H100, five runs of the same code spread over
+a fifth of their median (docs/measurements.md), so one run cannot tell a change of a few percent.
 
 ``--profile DIR``: the judge and worker processes of the persistent run write cProfile stats into DIR, and the
 20 functions with most cumulative time in each are printed.
@@ -157,6 +161,14 @@ def gap_summary(gaps: list[list]) -> str:
     return line + (f", its later ones median {statistics.median(later):.3f}" if later else "")
 
 
+def overhead_per_evaluation_s(result: dict, workloads: int) -> float:
+    """A run's wall time less what its kernels account for, per evaluation."""
+    references = result["reference_latency_ms"] or 0.0
+    # reference calls: once per workload for the baseline outputs and timing (the judge keeps baselines in both)
+    reference_s = references * result["calls_per_evaluation"] / 1e3 * workloads
+    return (result["wall_s"] - result["solution_kernel_s"] - reference_s) / result["evaluations"]
+
+
 def run_child(kind: str, root: Path, profile_dir: str | None = None) -> dict:
     import os
 
@@ -175,6 +187,7 @@ def main() -> None:
     parser.add_argument("--solutions", type=int, default=4)
     parser.add_argument("--workloads", type=int, default=8)
     parser.add_argument("--runners", default="persistent,isolated", help="comma-separated: persistent, isolated")
+    parser.add_argument("--repeat", type=int, default=1, help="fresh runs per runner (medians are reported)")
     parser.add_argument("--json", help="write all numbers here")
     parser.add_argument("--profile", help="write the persistent run's judge and worker profiles here")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -200,16 +213,15 @@ def main() -> None:
         return
     kinds = [kind for kind in ("persistent", "isolated") if kind in args.runners.split(",")]
     for kind in kinds:
-        result = run_child(kind, clean)
-        references = result["reference_latency_ms"] or 0.0
-        # reference calls: once per workload for the baseline outputs and timing (the judge keeps baselines in both)
-        reference_s = references * result["calls_per_evaluation"] / 1e3 * args.workloads
-        overhead = (result["wall_s"] - result["solution_kernel_s"] - reference_s) / result["evaluations"]
-        report[kind] = {"startup_beyond_init_s": result["startup_s"] - init_s,
-                        "overhead_per_evaluation_s": overhead, **{k: result[k] for k in ("evaluations", "wall_s",
-                                                                                          "solution_kernel_s",
-                                                                                          "latency_us_by_solution",
-                                                                                          "notes")},
+        runs = [run_child(kind, clean) for _ in range(max(1, args.repeat))]
+        overheads = [overhead_per_evaluation_s(run, args.workloads) for run in runs]
+        result = runs[-1]
+        report[kind] = {"startup_beyond_init_s": statistics.median(run["startup_s"] for run in runs) - init_s,
+                        "overhead_per_evaluation_s": statistics.median(overheads),
+                        "overhead_per_evaluation_s_each_run": overheads,
+                        # the last run's details
+                        **{k: result[k] for k in ("evaluations", "wall_s", "solution_kernel_s",
+                                                  "latency_us_by_solution", "notes")},
                         "verdict_gaps_s": [[name, gap] for name, _, gap in result["gaps"]]}
         crash = run_child(kind, crashy)
         by_status: dict[str, list[float]] = {}
@@ -226,6 +238,10 @@ def main() -> None:
             f"{name} {' '.join(f'{v:.1f}' for v in values)}" for name, values in report[kind]["latency_us_by_solution"].items()))
         print(f"{kind}: {len(report[kind]['notes'])} timing notes" + "".join(f"\n  {n}" for n in report[kind]["notes"][:5]))
         print(f"{kind}: {gap_summary(report[kind]['verdict_gaps_s'])}")
+        each = report[kind]["overhead_per_evaluation_s_each_run"]
+        if len(each) > 1:
+            print(f"{kind}: overhead / evaluation (s) in each run: {' '.join(f'{v:.3f}' for v in each)} "
+                  f"(median {statistics.median(each):.3f}, range {min(each):.3f}-{max(each):.3f})")
     for kind in kinds:
         r = report[kind]
         wall = r["verdict_wall_s_by_status"]
