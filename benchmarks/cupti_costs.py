@@ -139,7 +139,7 @@ def after_flush_us(cupti, buffer_bytes: int, repeats: int = 40) -> tuple[float, 
     finally:
         cupti.activity_flush_all(cupti_timer._FLUSH_FORCED)
         cupti_timer._BUFFER_BYTES = saved
-    warm = slice(5, None)  # the first rounds allocate what later ones reuse
+    warm = slice(5, None)  # the first rounds are left out: one-off set-up lands there
     return statistics.median(flush[warm]), statistics.median(first[warm]), statistics.median(second[warm])
 
 
