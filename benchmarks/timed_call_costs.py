@@ -2,7 +2,8 @@
 
 Runs the default evaluator's correctness check and timing sessions for ``scale_add`` on the first device (the
 GPU when there is one) at the default settings, and prints the wall time per evaluation:
-- in-process: the harness run here by ``LocalSolution`` (then the functions that took most of it, cProfile: by cumulative and by own time);
+- in-process: the harness run here by ``LocalSolution`` (then the functions that took most of it, cProfile: by
+  cumulative and by own time);
 - remote: this process as the judge, a real worker process (forked from the forkserver, sandboxed) running the
   solution, through ``RemoteSolution`` exactly as a run does, with the judge's time split by step;
 - remote with an unsandboxed worker, which prints where its own time went when it stops;

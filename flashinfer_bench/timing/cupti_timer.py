@@ -122,7 +122,7 @@ class _Session:
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
         """Tracing, once a batch inside switched it on, stays on until the block ends: one switch on and off
-        instead of one per batch (each switch costs 0.3-0.8 ms on an H100: benchmarks/cupti_costs.py). What
+        instead of one per batch (each switch costs 0.3-0.9 ms on an H100: benchmarks/cupti_costs.py). What
         runs between batches is traced too; its records are dropped when the next batch starts."""
         self.holding += 1
         try:
