@@ -2,9 +2,9 @@
 reference must pass against itself, and a copy of it whose outputs are 25% off must fail.
 
 Copies the dataset (definitions and workloads) to a scratch folder, writes the safetensors blobs its workloads
-name but the dataset does not ship (``bench.synthetic.write_missing_blobs``: page tables, ragged offsets, MoE
+name but the dataset does not ship (``tools.synthetic.write_missing_blobs``: page tables, ragged offsets, MoE
 routing, consistent with each workload's axes), adds two solutions per definition that has workloads (its
-reference, and the reference with outputs off: ``bench.reference_solutions``), then runs
+reference, and the reference with outputs off: ``tools.reference_solutions``), then runs
 ``flashinfer-bench run`` once per definition and reads the verdicts back from the traces it wrote.
 
     python benchmarks/dataset_check.py --out dataset_check.json
@@ -68,8 +68,8 @@ def spread(items: list, count: int | None) -> list:
 def prepare(root: Path, corpus: Path, only: list[str] | None, limit: int | None) -> dict[str, dict]:
     """The scratch trace set: chosen workloads with their blobs, two solutions per definition. Returns, per
     definition, what was prepared."""
-    from flashinfer_bench.bench.reference_solutions import write_solutions
-    from flashinfer_bench.bench.synthetic import UnsatisfiableWorkload, write_missing_blobs
+    from flashinfer_bench.tools.reference_solutions import write_solutions
+    from flashinfer_bench.tools.synthetic import UnsatisfiableWorkload, write_missing_blobs
     from flashinfer_bench.data import TraceSet
 
     shutil.copytree(corpus / "definitions", root / "definitions")
@@ -110,7 +110,7 @@ def run_definition(root: Path, name: str, opts: argparse.Namespace) -> tuple[int
 
 
 def summarize(root: Path, name: str, info: dict) -> dict:
-    from flashinfer_bench.bench.reference_solutions import PERTURBATION
+    from flashinfer_bench.tools.reference_solutions import PERTURBATION
 
     expected = {f"{name}__reference": "PASSED", f"{name}__off25": "INCORRECT_NUMERICAL"}
     seen: dict[str, Counter] = {solution: Counter() for solution in expected}

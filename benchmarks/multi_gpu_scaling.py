@@ -3,7 +3,7 @@ Ray runner on a one-node cluster, with every verdict held against the one-GPU ru
 
 The suite (built in a temporary folder): a GEMM at N = K = 8192 (the example's torch and Triton solutions, M from
 2048 to 4096) and the example trace set's paged GQA decode (batch 32-128, 2-8 k tokens per request) and fp8 MoE
-(4-16 k tokens) at larger workloads, their blobs made by bench/synthetic.py; 2 solutions x 102 workloads = 204
+(4-16 k tokens) at larger workloads, their blobs made by tools/synthetic.py; 2 solutions x 102 workloads = 204
 evaluations at the default timing settings. The build cache is warmed first (every solution on one workload).
 Then, for each runner and each GPU count: one run, its start-up (runner created until every device is ready) and
 its evaluations timed apart, nvidia-smi's utilization of every GPU sampled every 200 ms meanwhile ("busy" is the
@@ -106,7 +106,7 @@ def write_gemm(root: Path, nk: int) -> str:
 
 def build_suite(root: Path, sizes: Sizes) -> Path:
     """The trace set measured: the three definitions with their solutions and the workloads of ``sizes``."""
-    from flashinfer_bench.bench.synthetic import (
+    from flashinfer_bench.tools.synthetic import (
         append_workloads,
         build_inputs,
         constraint_violations,

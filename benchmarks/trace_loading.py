@@ -63,7 +63,7 @@ def write_trace_set(root: Path, lines: int) -> int:
 
 def measure(root: str) -> dict[str, float]:
     """In this process: load and summarise; seconds and peak resident memory."""
-    from flashinfer_bench.bench.summary import summarize
+    from flashinfer_bench.report.summary import summarize
     from flashinfer_bench.data import TraceSet
 
     started = time.perf_counter()
@@ -87,7 +87,7 @@ def measure_in_child(folder: str, package_root: str | None) -> tuple[dict[str, f
     if package_root:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     baseline = json.loads(subprocess.check_output(
-        [sys.executable, "-c", "import resource, json, flashinfer_bench.data, flashinfer_bench.bench.summary; "
+        [sys.executable, "-c", "import resource, json, flashinfer_bench.data, flashinfer_bench.report.summary; "
          "print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))"], env=env))
     return json.loads(subprocess.check_output([sys.executable, __file__, "--measure", folder], env=env)), baseline
 

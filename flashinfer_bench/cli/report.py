@@ -21,7 +21,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from flashinfer_bench.bench.summary import AuthorSummary, SolutionSummary, Tally, best_solutions
+from flashinfer_bench.report.summary import AuthorSummary, SolutionSummary, Tally, best_solutions
 from flashinfer_bench.data import Trace
 from flashinfer_bench.report.compare import (
     FALSE_CALL_RATE,

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
-from flashinfer_bench.bench.summary import PASSED, geometric_mean
+from flashinfer_bench.report.summary import PASSED, geometric_mean
 from flashinfer_bench.report.noise import DEFAULT_NOISE
 from flashinfer_bench.report.results import Result
 

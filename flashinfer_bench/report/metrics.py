@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 
-from flashinfer_bench.bench.summary import Tally, fraction_at_least
+from flashinfer_bench.report.summary import Tally, fraction_at_least
 
 FAST_P_MAX = 10.0
 WIN_P_MAX = 1.0

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from flashinfer_bench.bench.summary import UNKNOWN_AUTHOR, latest_traces, passed_latency
+from flashinfer_bench.report.summary import UNKNOWN_AUTHOR, latest_traces, passed_latency
 from flashinfer_bench.data import Trace
 from flashinfer_bench.report.noise import Spread, read_spread
 

@@ -1,6 +1,6 @@
 """Every definition of the public FlashInfer-Trace dataset through ``flashinfer-bench run``, on this machine.
 
-For each definition: one small synthetic workload (``bench.synthetic``) whose blobs satisfy its constraints,
+For each definition: one small synthetic workload (``tools.synthetic``) whose blobs satisfy its constraints,
 its reference as a value-returning solution, which must pass against itself, and a copy whose outputs are 25%
 off (integer outputs shifted by one), which must fail, both judged by the evaluator the op type resolves to.
 One CLI run per op type, as a user would start it. Definitions whose estimated peak memory at the smallest
@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 from helpers import REPO, child_env
 
-from flashinfer_bench.bench.reference_solutions import (
+from flashinfer_bench.tools.reference_solutions import (
     perturbed_solution_name,
     reference_solution_name,
     write_solutions,
 )
-from flashinfer_bench.bench.synthetic import (
+from flashinfer_bench.tools.synthetic import (
     append_workloads,
     estimated_peak_bytes,
     input_bytes,

@@ -1,11 +1,11 @@
-"""The numbers of `report summary` (bench/summary.py), checked against hand-computed values."""
+"""The numbers of `report summary` (report/summary.py), checked against hand-computed values."""
 
 import math
 
 import pytest
 from report_fixtures import make_trace
 
-from flashinfer_bench.bench.summary import latest_traces, summarize, summarize_authors
+from flashinfer_bench.report.summary import latest_traces, summarize, summarize_authors
 
 AUTHORS = {"a1": "ann", "a2": "ann", "b1": "bo"}
 

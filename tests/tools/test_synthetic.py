@@ -11,7 +11,7 @@ import pytest
 import torch
 from helpers import REPO
 
-from flashinfer_bench.bench.synthetic import (
+from flashinfer_bench.tools.synthetic import (
     UnsatisfiableWorkload,
     build_inputs,
     estimated_peak_bytes,

@@ -2,7 +2,7 @@
 
 import torch
 
-from flashinfer_bench.bench.reference_solutions import (
+from flashinfer_bench.tools.reference_solutions import (
     perturbed_solution,
     reference_parameters,
     reference_solution,
