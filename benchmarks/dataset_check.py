@@ -68,9 +68,9 @@ def spread(items: list, count: int | None) -> list:
 def prepare(root: Path, corpus: Path, only: list[str] | None, limit: int | None) -> dict[str, dict]:
     """The scratch trace set: chosen workloads with their blobs, two solutions per definition. Returns, per
     definition, what was prepared."""
+    from flashinfer_bench.data import TraceSet
     from flashinfer_bench.tools.reference_solutions import write_solutions
     from flashinfer_bench.tools.synthetic import UnsatisfiableWorkload, write_missing_blobs
-    from flashinfer_bench.data import TraceSet
 
     shutil.copytree(corpus / "definitions", root / "definitions")
     source = TraceSet.from_path(corpus)

@@ -172,7 +172,7 @@ def overhead_per_evaluation_s(result: dict, workloads: int) -> float:
 def run_child(kind: str, root: Path, profile_dir: str | None = None) -> dict:
     import os
 
-    from flashinfer_bench.bench.runner.device_setup import PROFILE_DIR_ENV
+    from flashinfer_bench.bench.process_setup import PROFILE_DIR_ENV
 
     env = {**os.environ, **({PROFILE_DIR_ENV: profile_dir} if profile_dir else {})}
     done = subprocess.run([sys.executable, __file__, "--child", kind, "--root", str(root)], capture_output=True,

@@ -106,6 +106,7 @@ def write_gemm(root: Path, nk: int) -> str:
 
 def build_suite(root: Path, sizes: Sizes) -> Path:
     """The trace set measured: the three definitions with their solutions and the workloads of ``sizes``."""
+    from flashinfer_bench.data import TraceSet
     from flashinfer_bench.tools.synthetic import (
         append_workloads,
         build_inputs,
@@ -113,7 +114,6 @@ def build_suite(root: Path, sizes: Sizes) -> Path:
         workload_uuid,
         write_synthetic_workload,
     )
-    from flashinfer_bench.data import TraceSet
 
     copy_definition(root, "gqa_paged", GQA)
     copy_definition(root, "moe", MOE)

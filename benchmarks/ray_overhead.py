@@ -215,8 +215,8 @@ def driver_rates(verdicts: int) -> None:
     from flashinfer_bench.bench import Benchmark, BenchmarkConfig
     from flashinfer_bench.bench.benchmark import parent_environment
     from flashinfer_bench.bench.runner.base import Runner, Verdict
-    from flashinfer_bench.bench.runner.protocol import WorkOutcome
     from flashinfer_bench.bench.runner.ray.protocol import ItemReport
+    from flashinfer_bench.bench.wire.parent_judge import WorkOutcome
     from flashinfer_bench.cli.report import TerminalProgress
     from flashinfer_bench.data import Correctness, EvaluationStatus, Performance, TraceSet
 

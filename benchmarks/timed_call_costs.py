@@ -22,11 +22,12 @@ import pstats
 import time
 from collections.abc import Callable
 
+from flashinfer_bench.bench.calling import ValueReturning, reference_callee
 from flashinfer_bench.bench.config import BenchmarkConfig
 from flashinfer_bench.bench.evaluators import DefaultEvaluator
-from flashinfer_bench.bench.evaluators.calling import ValueReturning, reference_callee
-from flashinfer_bench.bench.evaluators.context import EvaluationContext
-from flashinfer_bench.bench.evaluators.solution import LocalSolution, SolutionHandle
+from flashinfer_bench.bench.judge.context import EvaluationContext
+from flashinfer_bench.bench.judge.local import LocalSolution
+from flashinfer_bench.bench.judge.solution import SolutionHandle
 from flashinfer_bench.bench.runner import available_devices
 from flashinfer_bench.bench.seeds import new_run_secret
 from flashinfer_bench.data import Definition, Workload
@@ -77,10 +78,10 @@ def timed_method(owner: type, name: str) -> None:
 def unsandboxed_worker(conn, device: str, scratch) -> None:
     """A worker as runner/worker.py's, without entering the sandbox (to see what the sandbox costs), that
     prints where its time went when it stops."""
-    from flashinfer_bench.bench.evaluators.harness import Harness
-    from flashinfer_bench.bench.evaluators.slot import Slot
-    from flashinfer_bench.bench.runner.wire import JudgeChannel
-    from flashinfer_bench.bench.runner.worker import WireExchange, Worker
+    from flashinfer_bench.bench.harness import Harness
+    from flashinfer_bench.bench.slot import Slot
+    from flashinfer_bench.bench.wire.judge_worker import JudgeChannel
+    from flashinfer_bench.bench.worker.main import WireExchange, Worker
 
     for owner, name in ((Harness, "_ship_if_asked"), (Harness, "inputs"), (Harness, "call"), (Slot, "write"),
                         (WireExchange, "done"), (WireExchange, "ship_asked"), (WireExchange, "shipped")):
@@ -121,11 +122,11 @@ def remote_ms_per_evaluation(ctx: EvaluationContext, evaluations: int, sandboxed
     import tempfile
     from pathlib import Path
 
-    from flashinfer_bench.bench.evaluators.timed import calibrate
+    from flashinfer_bench.bench.judge.calibration import calibrate
+    from flashinfer_bench.bench.judge.remote import RemoteSolution, SlotKeeper
     from flashinfer_bench.bench.runner.process import WorkerProcess
     from flashinfer_bench.bench.runner.process_pool import worker_policy
-    from flashinfer_bench.bench.runner.remote import RemoteSolution, SlotKeeper
-    from flashinfer_bench.bench.runner.wire import WorkerChannel
+    from flashinfer_bench.bench.wire.judge_worker import WorkerChannel
     from flashinfer_bench.data import Solution
 
     solution = Solution.model_validate({
@@ -167,7 +168,7 @@ def remote_ms_per_evaluation(ctx: EvaluationContext, evaluations: int, sandboxed
 
 
 def _echo(conn) -> None:
-    from flashinfer_bench.bench.runner.wire import JudgeChannel
+    from flashinfer_bench.bench.wire.judge_worker import JudgeChannel
 
     channel = JudgeChannel(conn)
     while channel.receive()["op"] == "next":
@@ -178,7 +179,7 @@ def channel_round_trip_us(trips: int = 2000) -> float:
     """One request and answer over the judge-worker channel (runner/wire.py) between two processes."""
     import multiprocessing
 
-    from flashinfer_bench.bench.runner.wire import WorkerChannel
+    from flashinfer_bench.bench.wire.judge_worker import WorkerChannel
 
     context = multiprocessing.get_context("fork")
     mine, theirs = context.Pipe()
@@ -205,7 +206,7 @@ def main() -> None:
                         help="picked calls' outputs are shipped to the judge but not judged (what shipping costs)")
     args = parser.parse_args()
     if args.ship_only:
-        from flashinfer_bench.bench.evaluators.timed import TimedCheck
+        from flashinfer_bench.bench.evaluators.timed_check import TimedCheck
 
         TimedCheck.check = lambda self, inputs, outputs: None
     definition = Definition.model_validate(SCALE_ADD)
@@ -221,8 +222,8 @@ def main() -> None:
     print(f"device {ctx.device}: {(time.perf_counter() - start) / args.evaluations * 1e3:.1f} ms per evaluation "
           f"({calls} solution calls)")
     print(f"judge-worker channel: {channel_round_trip_us():.1f} us per round trip")
-    from flashinfer_bench.bench.evaluators.timed import TimedSchedule
-    from flashinfer_bench.bench.runner.remote import RemoteSolution
+    from flashinfer_bench.bench.judge.remote import RemoteSolution
+    from flashinfer_bench.bench.judge.schedule import TimedSchedule
 
     for owner, name in ((TimedSchedule, "judge_picked"), (RemoteSolution, "time"), (RemoteSolution, "call")):
         timed_method(owner, name)

@@ -19,9 +19,9 @@ import tempfile
 import torch
 
 from flashinfer_bench.bench.config import BenchmarkConfig
-from flashinfer_bench.bench.evaluators.context import EvaluationContext
-from flashinfer_bench.bench.evaluators.solution import LocalSolution
-from flashinfer_bench.bench.evaluators.timed import TimedSchedule
+from flashinfer_bench.bench.judge.context import EvaluationContext
+from flashinfer_bench.bench.judge.local import LocalSolution
+from flashinfer_bench.bench.judge.schedule import TimedSchedule
 from flashinfer_bench.bench.seeds import new_run_secret
 from flashinfer_bench.compile import build_solution
 from flashinfer_bench.data import TraceSet

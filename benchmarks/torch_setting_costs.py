@@ -1,5 +1,5 @@
 """What each torch setting a worker restores after an item costs to read and to write, first and second time
-in a fresh process (see flashinfer_bench/bench/runner/torch_state.py).
+in a fresh process (see flashinfer_bench/bench/worker/torch_state.py).
 
     python benchmarks/torch_setting_costs.py
 """
@@ -10,7 +10,7 @@ import time
 
 import torch
 
-from flashinfer_bench.bench.runner.torch_state import SETTINGS
+from flashinfer_bench.bench.worker.torch_state import SETTINGS
 
 NAMES = ["default dtype", "grad mode", "deterministic algorithms", "matmul TF32", "cuDNN TF32"]
 

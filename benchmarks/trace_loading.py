@@ -63,8 +63,8 @@ def write_trace_set(root: Path, lines: int) -> int:
 
 def measure(root: str) -> dict[str, float]:
     """In this process: load and summarise; seconds and peak resident memory."""
-    from flashinfer_bench.report.summary import summarize
     from flashinfer_bench.data import TraceSet
+    from flashinfer_bench.report.summary import summarize
 
     started = time.perf_counter()
     trace_set = TraceSet.from_path(root)

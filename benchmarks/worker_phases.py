@@ -69,11 +69,11 @@ def phased_worker(conn, device: str, scratch) -> None:
     """runner/worker.py's worker, unsandboxed, with its phases clocked; prints where its time went when it stops."""
     import torch
 
-    from flashinfer_bench.bench.evaluators import harness
-    from flashinfer_bench.bench.evaluators.calling import TimedCall
-    from flashinfer_bench.bench.evaluators.slot import Slot
-    from flashinfer_bench.bench.runner.wire import JudgeChannel
-    from flashinfer_bench.bench.runner.worker import WireExchange, Worker
+    from flashinfer_bench.bench.calling import TimedCall
+    from flashinfer_bench.bench import harness
+    from flashinfer_bench.bench.slot import Slot
+    from flashinfer_bench.bench.wire.judge_worker import JudgeChannel
+    from flashinfer_bench.bench.worker.main import WireExchange, Worker
     from flashinfer_bench.timing import cupti_timer, lead_in
 
     for owner, name, label in (
@@ -99,7 +99,7 @@ def main() -> None:
     parser.add_argument("--evaluations", type=int, default=5)
     args = parser.parse_args()
     from flashinfer_bench.bench.config import BenchmarkConfig
-    from flashinfer_bench.bench.evaluators.context import EvaluationContext
+    from flashinfer_bench.bench.judge.context import EvaluationContext
     from flashinfer_bench.bench.runner import available_devices
     from flashinfer_bench.bench.seeds import new_run_secret
     from flashinfer_bench.data import Definition, Workload

@@ -75,7 +75,7 @@ def scale_add_set(root: Path, solutions: dict[str, str], sizes: tuple[int, ...] 
 
 def evaluation_context(definition: Any, workload: Any, cfg: Any, secret: int = 1) -> Any:
     """An EvaluationContext on the CPU, with a fixed secret (the same inputs every time)."""
-    from flashinfer_bench.bench.evaluators.context import EvaluationContext
+    from flashinfer_bench.bench.judge.context import EvaluationContext
 
     return EvaluationContext(definition, workload, cfg, "cpu", None, secret)
 
@@ -86,10 +86,10 @@ def judged_locally(evaluator: Any, definition: Any, fn: Any, cfg: Any, workload:
 
     A call that cannot be judged (CallFailed) becomes the CorrectnessResult the judge would record; performance
     is None unless ``timed`` and correct (a TimedOutputsMismatch propagates)."""
-    from flashinfer_bench.bench.evaluators.calling import ValueReturning, reference_callee
+    from flashinfer_bench.bench.calling import ValueReturning, reference_callee
     from flashinfer_bench.bench.evaluators.evaluator import CorrectnessResult
-    from flashinfer_bench.bench.evaluators.harness import CallFailed
-    from flashinfer_bench.bench.evaluators.solution import LocalSolution
+    from flashinfer_bench.bench.judge.local import LocalSolution
+    from flashinfer_bench.bench.wire.failures import CallFailed
 
     ctx = evaluation_context(definition, workload, cfg)
     baseline = evaluator.build_baseline(ctx, reference_callee(definition), profile=timed)

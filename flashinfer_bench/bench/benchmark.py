@@ -8,7 +8,6 @@ from typing import Any, Protocol
 
 from flashinfer_bench.bench.config import BenchmarkConfig
 from flashinfer_bench.bench.evaluators import evaluator_path, resolve_evaluator
-from flashinfer_bench.bench.grouping import group_items
 from flashinfer_bench.bench.runner import (
     Verdict,
     WorkItem,
@@ -17,7 +16,8 @@ from flashinfer_bench.bench.runner import (
     persistent_runner,
 )
 from flashinfer_bench.bench.runner.base import Runner
-from flashinfer_bench.bench.runner.protocol import WorkOutcome
+from flashinfer_bench.bench.runner.grouping import group_items
+from flashinfer_bench.bench.wire.parent_judge import WorkOutcome
 from flashinfer_bench.data import (
     Correctness,
     Environment,
@@ -111,7 +111,7 @@ class Benchmark:
         return items
 
     def work_groups(self, *, resume: bool = False, devices: int = 1) -> list[list[WorkItem]]:
-        """The items of workloads that can run, grouped for ``devices`` devices (bench/grouping.py)."""
+        """The items of workloads that can run, grouped for ``devices`` devices (bench/runner/grouping.py)."""
         return group_items(self.runnable_items(self.work_items(resume=resume))[0], devices)
 
     @staticmethod
@@ -165,7 +165,7 @@ class Benchmark:
 def parent_environment() -> dict[str, Any]:
     """The environment recorded on verdicts made without a worker: the checks ran on this process's CPU, and
     no GPU was touched (asking for a GPU's name would create a CUDA context in the parent)."""
-    from flashinfer_bench.bench.runner.device_setup import describe_environment
+    from flashinfer_bench.bench.process_setup import describe_environment
 
     return describe_environment("cpu")
 

@@ -191,9 +191,9 @@ def start_cluster_runner(config: BenchmarkConfig) -> Runner | None:
 def run_trace_sets(args: argparse.Namespace, console: Console, config: BenchmarkConfig,
                    cluster_runner: Runner | None) -> int:
     from flashinfer_bench.bench import Benchmark
-    from flashinfer_bench.report.summary import summarize
     from flashinfer_bench.cli.report import TerminalProgress, summary_tables
     from flashinfer_bench.data import TraceSet
+    from flashinfer_bench.report.summary import summarize
 
     trace_sets = [TraceSet.from_path(path) for path in args.local]
     problems = 0
@@ -220,8 +220,8 @@ def run_trace_sets(args: argparse.Namespace, console: Console, config: Benchmark
 
 
 def command_summary(args: argparse.Namespace, console: Console, *, best: bool) -> int:
-    from flashinfer_bench.report.summary import summarize, summarize_authors
     from flashinfer_bench.cli.report import author_table, best_table, summary_tables
+    from flashinfer_bench.report.summary import summarize, summarize_authors
 
     problems = 0
     for path in args.local:

@@ -21,7 +21,6 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from flashinfer_bench.report.summary import AuthorSummary, SolutionSummary, Tally, best_solutions
 from flashinfer_bench.data import Trace
 from flashinfer_bench.report.compare import (
     FALSE_CALL_RATE,
@@ -32,6 +31,7 @@ from flashinfer_bench.report.compare import (
     Match,
     reading_order,
 )
+from flashinfer_bench.report.summary import AuthorSummary, SolutionSummary, Tally, best_solutions
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:

@@ -7,7 +7,7 @@ base is called SLOWER when log r exceeds z * sqrt(below_c^2 + above_b^2 + d^2) (
 lower and the base higher than measured), FASTER when -log r exceeds z * sqrt(above_c^2 + below_b^2 + d^2),
 and SAME between; either way by at least ``min_change``. A side that recorded no spread is given
 ``default_noise`` instead, and the match says so. A side whose latency the judge's clock set (a trial whose
-timing claim was not believed: bench/evaluators/timed.py) holds a bound that moves with the host's speed, not a
+timing claim was not believed: bench/judge/schedule.py) holds a bound that moves with the host's speed, not a
 measurement of its kernels: such a match is SAME whatever its ratio, says so, and takes no part in the drift or
 in z's count.
 
@@ -34,9 +34,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
-from flashinfer_bench.report.summary import PASSED, geometric_mean
 from flashinfer_bench.report.noise import DEFAULT_NOISE
 from flashinfer_bench.report.results import Result
+from flashinfer_bench.report.summary import PASSED, geometric_mean
 
 SAME, FASTER, SLOWER = "SAME", "FASTER", "SLOWER"
 #: The smallest relative change called a change, however quiet both sides were: runs on different days differ

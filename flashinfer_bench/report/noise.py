@@ -31,7 +31,7 @@ class Spread:
     trial_latencies_ms: tuple[float, ...] = ()
     reference_ci95_ms: tuple[float, float] | None = None
     settings: Mapping[str, Any] | None = None
-    #: Trials whose latency the judge's clock set, its timing claim not believed (bench/evaluators/timed.py):
+    #: Trials whose latency the judge's clock set, its timing claim not believed (bench/judge/schedule.py):
     #: a bound that moves with the host's speed, not a measurement of the solution's kernels.
     judge_estimated_trials: int = 0
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from helpers import child_env
 
-from flashinfer_bench.bench.runner.sandbox import SandboxPolicy, enter_sandbox, probe_isolation
+from flashinfer_bench.bench.worker.sandbox import SandboxPolicy, enter_sandbox, probe_isolation
 from flashinfer_bench.compile import BuildContext, build_solution, cache, promote_entry
 from flashinfer_bench.compile.builders.native import NativeSources, build_native
 from flashinfer_bench.compile.cache import solution_dir

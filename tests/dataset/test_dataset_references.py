@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO, child_env
 
+from flashinfer_bench.data import Definition
 from flashinfer_bench.tools.reference_solutions import (
     perturbed_solution_name,
     reference_solution_name,
@@ -34,7 +35,6 @@ from flashinfer_bench.tools.synthetic import (
     synthesize,
     write_synthetic_workload,
 )
-from flashinfer_bench.data import Definition
 
 CORPUS = REPO.parent / "shared" / "corpus" / "flashinfer-trace"
 pytestmark = [pytest.mark.slow,  # 144 definitions through the CLI: minutes

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from flashinfer_bench.bench.evaluators.slot import Slot, TensorLayout
+from flashinfer_bench.bench.slot import Slot, TensorLayout
 from flashinfer_bench.testing import bench_gpu_time_detailed
 from flashinfer_bench.timing.cupti_timer import load_cupti
 from flashinfer_bench.timing.result import CUDA_EVENTS, CUPTI

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-
-from flashinfer_bench.bench.evaluators.slot import TensorLayout
-from flashinfer_bench.data import EvaluationStatus
 
 
 @dataclass
@@ -40,24 +36,6 @@ class ValueErrors:
 
 def as_tensor(value: Any) -> torch.Tensor:
     return value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
-
-
-def output_mismatch(outputs: Sequence[Any], expected: Sequence[TensorLayout],
-                    device: str) -> tuple[EvaluationStatus, str] | None:
-    """INCORRECT_SHAPE or INCORRECT_DTYPE with a message, or None when every output is a tensor of the
-    definition's shape and dtype on the evaluation's device (the device is part of an output's type: a CPU
-    result in a CUDA run is not the kernel's result)."""
-    where = torch.device(device)
-    for out, spec in zip(outputs, expected, strict=True):
-        if not isinstance(out, torch.Tensor):
-            return EvaluationStatus.INCORRECT_SHAPE, f"output '{spec.name}' is {type(out).__name__}, expected a tensor"
-        if tuple(out.shape) != spec.shape:
-            return EvaluationStatus.INCORRECT_SHAPE, f"output '{spec.name}' has shape {list(out.shape)}, expected {list(spec.shape)}"
-        if out.dtype != spec.dtype:
-            return EvaluationStatus.INCORRECT_DTYPE, f"output '{spec.name}' has dtype {out.dtype}, expected {spec.dtype}"
-        if out.device.type != where.type or (where.index is not None and out.device.index != where.index):
-            return EvaluationStatus.INCORRECT_DTYPE, f"output '{spec.name}' is on {out.device}, expected {where}"
-    return None
 
 
 def value_errors(out: Any, ref: Any, rtol: float, atol: float) -> ValueErrors:

@@ -24,19 +24,19 @@ from typing import Any
 
 import torch
 
+from flashinfer_bench.bench.calling import Callee, TimedCall, clone_inputs, invoke, written_inputs
 from flashinfer_bench.bench.config import ResolvedEvalConfig
-from flashinfer_bench.bench.evaluators.calling import Callee, TimedCall, clone_inputs, invoke, written_inputs
 from flashinfer_bench.bench.evaluators.compare import (
     ValueErrors,
     as_tensor,
-    output_mismatch,
     row_errors,
     value_errors,
 )
-from flashinfer_bench.bench.evaluators.context import EvaluationContext
-from flashinfer_bench.bench.evaluators.slot import output_layouts
-from flashinfer_bench.bench.evaluators.solution import SolutionHandle
-from flashinfer_bench.bench.evaluators.timed import SessionLatency, TimedCheck, TimedSchedule
+from flashinfer_bench.bench.evaluators.timed_check import TimedCheck
+from flashinfer_bench.bench.judge.context import EvaluationContext
+from flashinfer_bench.bench.judge.schedule import SessionLatency, TimedSchedule
+from flashinfer_bench.bench.judge.solution import SolutionHandle
+from flashinfer_bench.bench.slot import output_layouts, output_mismatch
 from flashinfer_bench.data import Correctness, Definition, EvaluationStatus, Performance
 from flashinfer_bench.data import performance_extra as key
 from flashinfer_bench.timing.stats import summarize

@@ -21,13 +21,13 @@ from typing import Any
 
 import torch
 
+from flashinfer_bench.bench.calling import Callee, clone_inputs, invoke
 from flashinfer_bench.bench.config import ResolvedEvalConfig
-from flashinfer_bench.bench.evaluators.calling import Callee, clone_inputs, invoke
-from flashinfer_bench.bench.evaluators.context import EvaluationContext
 from flashinfer_bench.bench.evaluators.evaluator import Baseline, CorrectnessResult, Evaluator
-from flashinfer_bench.bench.evaluators.harness import seeded
-from flashinfer_bench.bench.evaluators.solution import SolutionHandle
-from flashinfer_bench.bench.evaluators.timed import TimedCheck
+from flashinfer_bench.bench.evaluators.timed_check import TimedCheck
+from flashinfer_bench.bench.harness import seeded
+from flashinfer_bench.bench.judge.context import EvaluationContext
+from flashinfer_bench.bench.judge.solution import SolutionHandle
 from flashinfer_bench.bench.seeds import stable_seed
 from flashinfer_bench.data import Correctness, Definition, DType, EvaluationStatus
 

@@ -12,8 +12,8 @@ _EXPORTS = {
     "Verdict": "flashinfer_bench.bench.runner.base",
     "isolated_runner": "flashinfer_bench.bench.runner.process_pool",
     "persistent_runner": "flashinfer_bench.bench.runner.process_pool",
-    "WorkItem": "flashinfer_bench.bench.runner.protocol",
-    "WorkOutcome": "flashinfer_bench.bench.runner.protocol",
+    "WorkItem": "flashinfer_bench.bench.wire.parent_judge",
+    "WorkOutcome": "flashinfer_bench.bench.wire.parent_judge",
     "available_devices": "flashinfer_bench.bench.runner.devices",
 }
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
+from flashinfer_bench.bench.wire.parent_judge import WorkItem, WorkOutcome
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ OnVerdict = Callable[[Verdict], None]
 class Runner(ABC):
     @abstractmethod
     def run(self, groups: Iterable[Sequence[WorkItem]], on_verdict: OnVerdict) -> None:
-        """Evaluate every item; items of one group (bench/grouping.py) go to one device, in order."""
+        """Evaluate every item; items of one group (bench/runner/grouping.py) go to one device, in order."""
 
     @property
     def parallelism(self) -> int:

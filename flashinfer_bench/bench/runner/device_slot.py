@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from flashinfer_bench.bench.runner.process import JudgeProcess, WorkerProcess, WorkerStartError
-from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
-from flashinfer_bench.bench.runner.sandbox import SandboxPolicy
+from flashinfer_bench.bench.wire.parent_judge import WorkItem, WorkOutcome
+from flashinfer_bench.bench.worker.sandbox import SandboxPolicy
 from flashinfer_bench.data import Solution
 
 READY_TIMEOUT_S = 600.0

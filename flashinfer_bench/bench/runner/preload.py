@@ -18,8 +18,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch  # noqa: E402
 
 import flashinfer_bench.bench.evaluators  # noqa: E402, F401
-import flashinfer_bench.bench.runner.judge  # noqa: E402, F401
-import flashinfer_bench.bench.runner.worker  # noqa: E402, F401
+import flashinfer_bench.bench.judge.main  # noqa: E402, F401
+import flashinfer_bench.bench.worker.main  # noqa: E402, F401
 import flashinfer_bench.compile  # noqa: E402, F401
 import flashinfer_bench.timing  # noqa: E402, F401
 

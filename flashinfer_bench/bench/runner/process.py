@@ -19,13 +19,13 @@ from multiprocessing.reduction import send_handle
 from pathlib import Path
 from typing import Any
 
-from flashinfer_bench.bench.runner import protocol
-from flashinfer_bench.bench.runner.judge import judge_main
-from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
-from flashinfer_bench.bench.runner.sandbox import SandboxPolicy, terminate_sandboxed
+from flashinfer_bench.bench.judge.main import judge_main
 from flashinfer_bench.bench.runner.server import process_context
-from flashinfer_bench.bench.runner.wire import CHANNEL_CLOSED
-from flashinfer_bench.bench.runner.worker import worker_build_root, worker_main
+from flashinfer_bench.bench.wire import parent_judge as protocol
+from flashinfer_bench.bench.wire.judge_worker import CHANNEL_CLOSED
+from flashinfer_bench.bench.wire.parent_judge import WorkItem, WorkOutcome
+from flashinfer_bench.bench.worker.main import worker_build_root, worker_main
+from flashinfer_bench.bench.worker.sandbox import SandboxPolicy, terminate_sandboxed
 from flashinfer_bench.compile import promote_entry
 from flashinfer_bench.data import EvaluationStatus, Language, Solution
 

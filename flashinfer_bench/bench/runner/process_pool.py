@@ -16,13 +16,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from flashinfer_bench.bench.capture import read_bounded
+from flashinfer_bench.bench.process_setup import PROFILE_DIR_ENV
 from flashinfer_bench.bench.runner.base import OnVerdict, Runner, Verdict
-from flashinfer_bench.bench.runner.capture import read_bounded
-from flashinfer_bench.bench.runner.device_setup import PROFILE_DIR_ENV
 from flashinfer_bench.bench.runner.device_slot import DeviceSlot
-from flashinfer_bench.bench.runner.protocol import WorkItem
-from flashinfer_bench.bench.runner.sandbox import SandboxPolicy
 from flashinfer_bench.bench.seeds import new_run_secret
+from flashinfer_bench.bench.wire.parent_judge import WorkItem
+from flashinfer_bench.bench.worker.sandbox import SandboxPolicy
 from flashinfer_bench.compile.cache import resolve_cache_root
 
 logger = logging.getLogger(__name__)

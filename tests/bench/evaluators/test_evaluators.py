@@ -7,6 +7,7 @@ import pytest
 import torch
 from helpers import SCALE_ADD, evaluation_context, judged_locally, sampling_definition
 
+from flashinfer_bench.bench.calling import reference_callee
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.evaluators import (
     DefaultEvaluator,
@@ -15,10 +16,8 @@ from flashinfer_bench.bench.evaluators import (
     SamplingEvaluator,
     resolve_evaluator,
 )
-from flashinfer_bench.bench.evaluators.calling import reference_callee
-from flashinfer_bench.bench.evaluators.compare import output_mismatch
 from flashinfer_bench.bench.evaluators.evaluator import TimedOutputsMismatch
-from flashinfer_bench.bench.evaluators.slot import TensorLayout
+from flashinfer_bench.bench.slot import TensorLayout, output_mismatch
 from flashinfer_bench.data import Definition, EvaluationStatus, Workload
 
 CFG = ResolvedEvalConfig(warmup_runs=1, iterations=3, num_trials=2, rtol=1e-2, atol=1e-2)
@@ -233,7 +232,7 @@ def test_an_output_on_another_device_than_the_reference_is_not_moved_and_passed(
 
 
 def test_the_planned_last_timed_call_is_always_picked_and_calls_beyond_it_only_at_random():
-    from flashinfer_bench.bench.evaluators.timed import TimedSchedule
+    from flashinfer_bench.bench.judge.schedule import TimedSchedule
 
     ctx = evaluation_context(SCALE, WORKLOAD, CFG)
 
@@ -254,7 +253,7 @@ def test_each_call_is_clocked_from_the_previous_done_or_shipping_and_its_draw_ta
         monkeypatch):
     """Seeds go one call ahead, so the worker draws a call's inputs right after reporting the previous call done:
     in the call's own window, or, when the previous call was picked, while its outputs ship."""
-    from flashinfer_bench.bench.evaluators import timed
+    from flashinfer_bench.bench.judge import schedule as timed
 
     now = [0.0]
     monkeypatch.setattr(timed.time, "perf_counter", lambda: now[0])
@@ -283,8 +282,8 @@ def test_each_call_is_clocked_from_the_previous_done_or_shipping_and_its_draw_ta
 def test_a_claim_far_below_the_work_is_raised_to_the_least_the_clock_allows_and_one_above_it_stands():
     """The recorded latency moves smoothly with the judge's clock: a claim just under the least the clock allows is
     recorded as that least, not as the whole window (an honest host-bound solution's host time reads as work)."""
-    from flashinfer_bench.bench.evaluators import timed
-    from flashinfer_bench.bench.evaluators.harness import TimingClaim
+    from flashinfer_bench.bench.judge import schedule as timed
+    from flashinfer_bench.bench.wire.claims import TimingClaim
 
     schedule = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("timed", 0), warmup=0, iterations=5,
                                    probability=0.0)

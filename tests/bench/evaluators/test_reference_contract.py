@@ -4,9 +4,9 @@ reproducible sampling verdicts."""
 import torch
 from helpers import evaluation_context, judged_locally, sampling_definition
 
+from flashinfer_bench.bench.calling import reference_callee
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.evaluators import DefaultEvaluator, SamplingEvaluator
-from flashinfer_bench.bench.evaluators.calling import reference_callee
 from flashinfer_bench.data import Definition, EvaluationStatus, Workload
 
 CFG = ResolvedEvalConfig(warmup_runs=0, iterations=1, num_trials=2, rtol=1e-2, atol=1e-2)

@@ -7,11 +7,11 @@ import pytest
 import torch
 from helpers import evaluation_context
 
+from flashinfer_bench.bench.calling import reference_callee
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.evaluators import DefaultEvaluator
-from flashinfer_bench.bench.evaluators.calling import reference_callee
-from flashinfer_bench.bench.evaluators.harness import CallFailed
-from flashinfer_bench.bench.evaluators.solution import LocalSolution
+from flashinfer_bench.bench.judge.local import LocalSolution
+from flashinfer_bench.bench.wire.failures import CallFailed
 from flashinfer_bench.compile.runnable import Runnable
 from flashinfer_bench.data import Definition, EvaluationStatus, Workload
 

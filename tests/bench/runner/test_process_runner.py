@@ -265,7 +265,7 @@ def test_workers_may_write_their_scratch_only_and_cannot_see_the_logs(tmp_path):
 def test_workers_may_write_profiles_only_where_profiles_were_asked_for(tmp_path, monkeypatch):
     import pstats
 
-    from flashinfer_bench.bench.runner.device_setup import PROFILE_DIR_ENV, profiled
+    from flashinfer_bench.bench.process_setup import PROFILE_DIR_ENV, profiled
     from flashinfer_bench.bench.runner.process_pool import worker_policy
 
     monkeypatch.setenv(PROFILE_DIR_ENV, str(tmp_path))

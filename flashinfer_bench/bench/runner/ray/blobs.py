@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from flashinfer_bench.bench.runner.protocol import WorkItem
+from flashinfer_bench.bench.wire.parent_judge import WorkItem
 from flashinfer_bench.data.workload import SafetensorsInput
 
 

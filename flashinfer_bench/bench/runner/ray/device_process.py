@@ -24,15 +24,15 @@ from typing import TYPE_CHECKING
 # server's imports are what the device's first verdict waits for.
 if TYPE_CHECKING:
     from flashinfer_bench.bench.runner.device_slot import DeviceSlot
-    from flashinfer_bench.bench.runner.protocol import WorkItem
     from flashinfer_bench.bench.runner.ray.protocol import ItemReport
+    from flashinfer_bench.bench.wire.parent_judge import WorkItem
 
 
 def evaluate(slot: DeviceSlot, item: WorkItem, index: int, log_path: str, timeout: float,
              latencies: dict[tuple[str, str], float]) -> ItemReport:
     """One item through ``slot``, as ProcessRunner does it: the reference latency known for its workload is reused,
     its output is captured to ``log_path`` and read back bounded."""
-    from flashinfer_bench.bench.runner.capture import read_bounded
+    from flashinfer_bench.bench.capture import read_bounded
     from flashinfer_bench.bench.runner.ray.protocol import ItemReport
 
     known = latencies.get(item.workload_key)
@@ -82,7 +82,7 @@ def serve(conn: Connection) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from flashinfer_bench.bench.runner.device_setup import die_with_parent
+    from flashinfer_bench.bench.process_setup import die_with_parent
     from flashinfer_bench.bench.runner.server import start_worker_server
 
     die_with_parent()  # the host actor; a node that dies takes this process, its judge and its workers with it

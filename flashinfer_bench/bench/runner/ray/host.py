@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 # this module before it can start the device process, whose worker server's imports are what the first verdict
 # waits for (the protocol's models pull in pydantic and the data model, about 0.1-0.4 s).
 if TYPE_CHECKING:
-    from flashinfer_bench.bench.runner.protocol import WorkItem
     from flashinfer_bench.bench.runner.ray.protocol import HostInfo, ItemReport
+    from flashinfer_bench.bench.wire.parent_judge import WorkItem
 
 DEVICE_PROCESS = "flashinfer_bench.bench.runner.ray.device_process"
 STOP_TIMEOUT_S = 30.0

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from flashinfer_bench.bench.runner.protocol import WorkOutcome
+from flashinfer_bench.bench.wire.parent_judge import WorkOutcome
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from flashinfer_bench.bench.config import BenchmarkConfig
 from flashinfer_bench.bench.runner.base import OnVerdict, Runner, Verdict
-from flashinfer_bench.bench.runner.protocol import WorkItem, WorkOutcome
 from flashinfer_bench.bench.runner.ray.blobs import BlobShipper
 from flashinfer_bench.bench.runner.ray.cluster import (
     Node,
@@ -37,6 +36,7 @@ from flashinfer_bench.bench.runner.ray.cluster import (
 )
 from flashinfer_bench.bench.runner.ray.protocol import HostInfo, ItemReport
 from flashinfer_bench.bench.seeds import new_run_secret
+from flashinfer_bench.bench.wire.parent_judge import WorkItem, WorkOutcome
 from flashinfer_bench.data import EvaluationStatus
 
 if TYPE_CHECKING:

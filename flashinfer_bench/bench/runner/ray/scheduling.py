@@ -8,8 +8,8 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Sequence
 
-from flashinfer_bench.bench.grouping import baseline_bytes
-from flashinfer_bench.bench.runner.protocol import WorkItem
+from flashinfer_bench.bench.runner.grouping import baseline_bytes
+from flashinfer_bench.bench.wire.parent_judge import WorkItem
 
 #: Each item counts at least this much, so that for tiny workloads the number of items still orders the groups
 #: (an item's fixed costs, its worker calls and the judge's checks, do not shrink with its workload).
@@ -18,7 +18,7 @@ ITEM_FLOOR_BYTES = 1 << 20
 
 def group_cost(group: Sequence[WorkItem]) -> int:
     """An estimate of a group's work in bytes moved: per item, its workload's baseline (every trial's inputs and
-    outputs, bench/grouping.py), at least ITEM_FLOOR_BYTES."""
+    outputs, bench/runner/grouping.py), at least ITEM_FLOOR_BYTES."""
     sizes: dict[tuple[str, str], int] = {}
     for item in group:
         if item.workload_key not in sizes:

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from flashinfer_bench.bench.runner import torch_state
-from flashinfer_bench.bench.runner.torch_state import preserved_torch_state
+from flashinfer_bench.bench.worker import torch_state
+from flashinfer_bench.bench.worker.torch_state import preserved_torch_state
 
 
 def test_changed_settings_are_put_back():

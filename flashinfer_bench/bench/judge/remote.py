@@ -5,18 +5,18 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from flashinfer_bench.bench.evaluators.context import EvaluationContext
-from flashinfer_bench.bench.evaluators.harness import TimingClaim
-from flashinfer_bench.bench.evaluators.slot import Slot, output_layouts
-from flashinfer_bench.bench.evaluators.solution import (
+from flashinfer_bench.bench.judge.clock import ClockFloor
+from flashinfer_bench.bench.judge.context import EvaluationContext
+from flashinfer_bench.bench.judge.solution import (
     CallResult,
     Schedule,
     SolutionHandle,
     call_slot_bytes,
     read_call_result,
 )
-from flashinfer_bench.bench.evaluators.timed import ClockFloor
-from flashinfer_bench.bench.runner.wire import WorkerChannel, WorkerGone
+from flashinfer_bench.bench.slot import Slot, output_layouts
+from flashinfer_bench.bench.wire.claims import TimingClaim
+from flashinfer_bench.bench.wire.judge_worker import WorkerChannel, WorkerGone
 
 
 class RemoteSolution(SolutionHandle):

@@ -14,19 +14,20 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from flashinfer_bench.bench.evaluators.calling import ZeroFilling
-from flashinfer_bench.bench.evaluators.harness import CallFailed, Harness, failure_of
-from flashinfer_bench.bench.evaluators.slot import Slot
-from flashinfer_bench.bench.runner.capture import capture_fds
-from flashinfer_bench.bench.runner.device_setup import (
+from flashinfer_bench.bench.calling import ZeroFilling
+from flashinfer_bench.bench.capture import capture_fds
+from flashinfer_bench.bench.harness import Harness
+from flashinfer_bench.bench.process_setup import (
     device_is_healthy,
     prepare_device,
     profiled,
     release_forkserver,
 )
-from flashinfer_bench.bench.runner.sandbox import SandboxError, SandboxPolicy, enter_sandbox
-from flashinfer_bench.bench.runner.torch_state import preserved_torch_state
-from flashinfer_bench.bench.runner.wire import MAX_FAILURE_CHARS, JudgeChannel
+from flashinfer_bench.bench.slot import Slot
+from flashinfer_bench.bench.wire.failures import CallFailed, failure_of
+from flashinfer_bench.bench.wire.judge_worker import MAX_FAILURE_CHARS, JudgeChannel
+from flashinfer_bench.bench.worker.sandbox import SandboxError, SandboxPolicy, enter_sandbox
+from flashinfer_bench.bench.worker.torch_state import preserved_torch_state
 
 
 class WireExchange:

@@ -11,7 +11,7 @@ from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.data import Correctness, Definition, EvaluationStatus, Performance, Solution, Workload
 
 #: A judge keeps the baselines (every trial's inputs and reference outputs) of at most this many workloads, and
-#: of at most this many bytes; the parent groups work so that one group's baselines fit (bench/grouping.py).
+#: of at most this many bytes; the parent groups work so that one group's baselines fit (bench/runner/grouping.py).
 MAX_WORKLOADS_PER_GROUP = 8
 BASELINE_BYTES_KEPT = 1 << 30
 

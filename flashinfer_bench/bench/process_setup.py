@@ -67,7 +67,7 @@ def warm_harness_kernels(device: str) -> None:
     H100)."""
     import torch
 
-    from flashinfer_bench.bench.evaluators.calling import clone_inputs, modified_inputs
+    from flashinfer_bench.bench.calling import clone_inputs, modified_inputs
 
     generator = torch.Generator(device=device)
     for dtype in (torch.float32, torch.bfloat16, torch.float16):

@@ -16,12 +16,12 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import recv_handle
 from typing import Any
 
-from flashinfer_bench.bench.evaluators.context import EvaluationContext
-from flashinfer_bench.bench.evaluators.harness import CallFailed
-from flashinfer_bench.bench.evaluators.timed import ClockFloor, calibrate
-from flashinfer_bench.bench.runner import protocol
-from flashinfer_bench.bench.runner.capture import capture_fds
-from flashinfer_bench.bench.runner.device_setup import (
+from flashinfer_bench.bench.capture import capture_fds
+from flashinfer_bench.bench.judge.calibration import calibrate
+from flashinfer_bench.bench.judge.clock import ClockFloor
+from flashinfer_bench.bench.judge.context import EvaluationContext
+from flashinfer_bench.bench.judge.remote import RemoteSolution, SlotKeeper
+from flashinfer_bench.bench.process_setup import (
     describe_environment,
     device_is_healthy,
     die_with_parent,
@@ -29,17 +29,18 @@ from flashinfer_bench.bench.runner.device_setup import (
     prepare_device,
     profiled,
 )
-from flashinfer_bench.bench.runner.protocol import (
+from flashinfer_bench.bench.wire import parent_judge as protocol
+from flashinfer_bench.bench.wire.failures import CallFailed
+from flashinfer_bench.bench.wire.judge_worker import Ready, WorkerChannel, WorkerGone
+from flashinfer_bench.bench.wire.parent_judge import (
     BASELINE_BYTES_KEPT,
     MAX_WORKLOADS_PER_GROUP,
     WorkItem,
     WorkOutcome,
 )
-from flashinfer_bench.bench.runner.remote import RemoteSolution, SlotKeeper
-from flashinfer_bench.bench.runner.wire import Ready, WorkerChannel, WorkerGone
 from flashinfer_bench.data import EvaluationStatus
 
-#: Baselines are kept for a whole group of workloads (bench/grouping.py), oldest out first; they hold every
+#: Baselines are kept for a whole group of workloads (bench/runner/grouping.py), oldest out first; they hold every
 #: trial's inputs and outputs, so for the gigabyte-sized weights of some MoE definitions fewer are kept.
 BASELINES_KEPT = MAX_WORKLOADS_PER_GROUP
 #: A clock floor older than this is measured again, on the next worker that has not run a solution yet.
@@ -190,7 +191,7 @@ class Judge:
         if key in self.baselines:
             self.baselines.move_to_end(key)
             return self.baselines[key]
-        from flashinfer_bench.bench.evaluators.calling import reference_callee
+        from flashinfer_bench.bench.calling import reference_callee
 
         self.evict_baselines(keep_newest=False)  # before drawing new inputs, not while both are held
         reference = self.references.get(item.definition.name)

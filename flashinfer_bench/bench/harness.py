@@ -10,16 +10,15 @@ the outputs as bytes of the types it expects, and checks the timed calls it pick
 from __future__ import annotations
 
 import time
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol
 
 import torch
 
-from flashinfer_bench.bench.evaluators.calling import (
+from flashinfer_bench.bench.calling import (
     Callee,
     OutputCountError,
     TimedCall,
@@ -28,29 +27,11 @@ from flashinfer_bench.bench.evaluators.calling import (
     modified_inputs,
     take_values,
 )
-from flashinfer_bench.bench.evaluators.compare import output_mismatch
-from flashinfer_bench.bench.evaluators.slot import Slot, TensorLayout, output_layouts
 from flashinfer_bench.bench.inputs import InputPlan
+from flashinfer_bench.bench.slot import Slot, TensorLayout, output_layouts, output_mismatch
+from flashinfer_bench.bench.wire.claims import TimingClaim
+from flashinfer_bench.bench.wire.failures import CallFailed
 from flashinfer_bench.data import Definition, EvaluationStatus, Workload
-
-
-class CallFailed(Exception):
-    """A call could not be judged: outputs of the wrong structure, or an exception in solution code."""
-
-    def __init__(self, status: EvaluationStatus, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-def failure_of(exc: BaseException) -> CallFailed:
-    """What an exception raised by solution code means for the verdict."""
-    if isinstance(exc, CallFailed):
-        return exc
-    from flashinfer_bench.compile import is_compile_error
-
-    status = EvaluationStatus.COMPILE_ERROR if is_compile_error(exc) else EvaluationStatus.RUNTIME_ERROR
-    return CallFailed(status, "".join(traceback.format_exception(exc)))
 
 
 @contextmanager
@@ -78,16 +59,6 @@ class Exchange(Protocol):
 
     def next_seed(self) -> int:
         """The seed the judge's last answer carried: that of the call after the next one."""
-
-
-@dataclass(frozen=True)
-class TimingClaim:
-    """What the solution's process says about its timed calls (checked by the judge, never just believed)."""
-
-    samples_ms: list[float]
-    method: str
-    #: Per timed call, how long the solution's setup took before it (empty without a setup).
-    setup_ms: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -168,7 +139,8 @@ class Harness:
                                          before_each=before_each)
         exchange.done(begun - 1)
         self._ship_if_asked(begun - 1, timed.latest, exchange, slot)
-        return TimingClaim([float(s) for s in result.samples_ms], result.method, setup_ms)
+        return TimingClaim([float(s) for s in result.samples_ms], result.method, setup_ms, result.cache_policy,
+                           result.cuda_graph)
 
     def _clocked(self, step: Callable[[], None]) -> float:
         """Milliseconds ``step`` takes, the device work it queues included."""

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from flashinfer_bench.bench.evaluators.harness import CallFailed
+from flashinfer_bench.bench.wire.failures import CallFailed
 from flashinfer_bench.data import EvaluationStatus
 
 #: Bytes of one message from a worker; a longer one is a protocol violation.

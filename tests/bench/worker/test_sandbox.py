@@ -23,14 +23,19 @@ from pathlib import Path
 import pytest
 from helpers import gone, processes_named
 
-from flashinfer_bench.bench.runner import sandbox
-from flashinfer_bench.bench.runner.sandbox import (
+from flashinfer_bench.bench.worker.sandbox import (
     Isolation,
     SandboxPolicy,
+    enter,
     enter_sandbox,
+    mounts,
+    policy,
+    privileges,
     probe_isolation,
+    syscalls,
     terminate_sandboxed,
 )
+from flashinfer_bench.bench.worker.sandbox.waiter import WAITER_KEPT_FD
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 PR_SET_PDEATHSIG = 1
@@ -38,7 +43,7 @@ PR_SET_NAME = 15
 MS_REMOUNT = 0x20
 MS_BIND = 0x1000
 MNT_DETACH = 2
-NEW_USER_AND_MOUNT_NAMESPACES = sandbox.CLONE_NEWUSER | sandbox.CLONE_NEWNS
+NEW_USER_AND_MOUNT_NAMESPACES = syscalls.CLONE_NEWUSER | syscalls.CLONE_NEWNS
 REPORT_TIMEOUT_S = 10.0
 GONE_TIMEOUT_S = 5.0
 #: Exit status of a forked child whose attack raised (the traceback is reported).
@@ -258,9 +263,9 @@ def test_read_only_paths_reject_every_write_and_cannot_be_made_writable_again(tm
         # A mount below the read-only tree (in a namespace of the child's own), which must be read-only too;
         # and the current directory inside the tree, which must not keep a way around the new mounts.
         uid, gid = os.geteuid(), os.getegid()
-        sandbox._unshare(sandbox.CLONE_NEWUSER | sandbox.CLONE_NEWNS)
-        sandbox._map_ids(uid, gid)
-        sandbox._mount("tmpfs", str(tree / "mnt"), "tmpfs", 0)
+        syscalls._unshare(syscalls.CLONE_NEWUSER | syscalls.CLONE_NEWNS)
+        privileges._map_ids(uid, gid)
+        syscalls._mount("tmpfs", str(tree / "mnt"), "tmpfs", 0)
         os.chdir(tree)
 
     def remount() -> None:
@@ -290,7 +295,7 @@ def test_read_only_paths_reject_every_write_and_cannot_be_made_writable_again(tm
             "unmount": unmount,
             "rename out": lambda: os.rename(f, writable / "f"),
             # The same again from a new user namespace, where the process has every capability once more.
-            "new user namespace": lambda: libc_call(LIBC.unshare(sandbox.CLONE_NEWUSER | sandbox.CLONE_NEWNS)),
+            "new user namespace": lambda: libc_call(LIBC.unshare(syscalls.CLONE_NEWUSER | syscalls.CLONE_NEWNS)),
             "remount there": remount,
             "unmount there": unmount,
             "write there": lambda: open(f, "w"),
@@ -468,21 +473,21 @@ def test_a_policy_whose_writable_directory_would_not_stay_writable_is_rejected(t
 
 
 def test_a_mount_that_cannot_be_made_read_only_is_reported(monkeypatch):
-    mounts = {"/": 0, "/proc": sandbox.MS_NOSUID, "/sys/kernel/debug/tracing": 0, "/locked": sandbox.MS_NODEV}
+    table = {"/": 0, "/proc": syscalls.MS_NOSUID, "/sys/kernel/debug/tracing": 0, "/locked": syscalls.MS_NODEV}
     calls = []
 
     def fake_mount(source, target, fstype, flags, data=None):
         calls.append((target, flags))
         failure = {"/locked": errno.EPERM, "/sys/kernel/debug/tracing": errno.EACCES}.get(target)
         if failure:
-            raise sandbox._error(f"mount({target})", failure)
+            raise syscalls._error(f"mount({target})", failure)
 
-    monkeypatch.setattr(sandbox, "_mounts_at_or_below", lambda path: dict(mounts))
-    monkeypatch.setattr(sandbox, "_mount", fake_mount)
-    report = sandbox._Report()
-    sandbox._make_everything_read_only(report)
-    read_only = sandbox.MS_BIND | sandbox.MS_REMOUNT | sandbox.MS_RDONLY
-    assert calls == [(point, read_only | kept) for point, kept in mounts.items()]
+    monkeypatch.setattr(mounts, "_mounts_at_or_below", lambda path: dict(table))
+    monkeypatch.setattr(mounts, "_mount", fake_mount)
+    report = policy._Report()
+    mounts._make_everything_read_only(report)
+    read_only = syscalls.MS_BIND | syscalls.MS_REMOUNT | syscalls.MS_RDONLY
+    assert calls == [(point, read_only | kept) for point, kept in table.items()]
     assert report.applied == []
     # The tracefs the process cannot even look up is no way out; the locked one is.
     assert report.missing == [
@@ -646,9 +651,9 @@ def test_the_waiter_holds_no_descriptor_of_its_parent():
         assert read_reports(fd, timeout=2.0) == []  # EOF while the waiter still runs: it let go of the pipe
         assert not gone(waiter)
         targets = {int(n): os.readlink(f"/proc/{waiter}/fd/{n}") for n in os.listdir(f"/proc/{waiter}/fd")}
-        assert set(targets) == {0, 1, 2, sandbox.WAITER_KEPT_FD}
+        assert set(targets) == {0, 1, 2, WAITER_KEPT_FD}
         assert {targets[0], targets[1], targets[2]} == {os.devnull}
-        assert targets[sandbox.WAITER_KEPT_FD] != f"pipe:[{os.fstat(fd).st_ino}]"
+        assert targets[WAITER_KEPT_FD] != f"pipe:[{os.fstat(fd).st_ino}]"
     finally:
         terminate_sandboxed(waiter)
         reap(waiter)
@@ -693,13 +698,13 @@ def test_describe_says_weaker_isolation_when_something_is_missing():
 
 def refuse_namespaces(flags: int) -> None:
     """What ``unshare`` raises where unprivileged user namespaces are disabled."""
-    raise sandbox._error("unshare", errno.EPERM, sandbox.UNSHARE_HINTS[errno.EPERM])
+    raise syscalls._error("unshare", errno.EPERM, syscalls.UNSHARE_HINTS[errno.EPERM])
 
 
 @pytest.mark.parametrize("ignore_sigterm", [True, False], ids=["ignores-sigterm", "dies-on-sigterm"])
 def test_fallback_says_what_is_missing_and_still_kills_detached_descendants(marker, tmp_path, ignore_sigterm):
     def before() -> None:
-        sandbox._unshare = refuse_namespaces  # only in this forked child
+        enter._unshare = refuse_namespaces  # only in this forked child
 
     policy = SandboxPolicy(read_only=(str(tmp_path),), hidden=(str(tmp_path),), confine_writes=True)
     worker, fd, reports = start_hostile_worker(marker, policy, before, ignore_sigterm)

@@ -1,8 +1,8 @@
 """Grouping work for the devices: blocks of workloads whose baselines a judge can hold, solution after solution."""
 
 from flashinfer_bench.bench.config import BenchmarkConfig
-from flashinfer_bench.bench.grouping import baseline_bytes, group_items, workload_blocks
-from flashinfer_bench.bench.runner.protocol import MAX_WORKLOADS_PER_GROUP, WorkItem
+from flashinfer_bench.bench.runner.grouping import baseline_bytes, group_items, workload_blocks
+from flashinfer_bench.bench.wire.parent_judge import MAX_WORKLOADS_PER_GROUP, WorkItem
 from flashinfer_bench.data import Definition, Solution, Workload
 
 SCALE = Definition.model_validate({

@@ -11,7 +11,7 @@ call's work, it lies in some window: a solution that computes the next call's ou
 seed) makes its own window longer by as much as the next one's is shorter, and can empty at most every other
 window, which leaves the median where it was. A picked call's outputs are checked against the reference on the
 same inputs. Less what the harness itself costs there (``floor``: measured by the judge on a callee that does
-nothing, in a worker no solution code was in yet, ``calibrate``), the judge's own time to draw the same inputs
+nothing, in a worker no solution code was in yet, judge/calibration.py), the judge's own time to draw the same inputs
 (in a call's window, or in the previous call's shipping when that was picked), and its own time to copy that
 many output bytes, what is left is the solution's: host work and GPU work, which the judge cannot tell apart.
 So it disbelieves a claim only where no honest solution could have made it:
@@ -37,30 +37,39 @@ trace's log.
 
 from __future__ import annotations
 
-import functools
 import secrets
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from statistics import median
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
-from flashinfer_bench.bench.evaluators.calling import ZeroFilling, clone_inputs, invoke
-from flashinfer_bench.bench.evaluators.context import EvaluationContext
-from flashinfer_bench.bench.evaluators.harness import CallFailed, TimingClaim
-from flashinfer_bench.bench.evaluators.slot import output_layouts, total_bytes
+from flashinfer_bench.bench.judge.clock import ClockFloor, copy_out_ms, synchronize
+from flashinfer_bench.bench.judge.context import EvaluationContext
+from flashinfer_bench.bench.slot import output_layouts, total_bytes
+from flashinfer_bench.bench.wire.claims import TimingClaim
+from flashinfer_bench.bench.wire.failures import CallFailed
 from flashinfer_bench.data import EvaluationStatus
 
-if TYPE_CHECKING:
-    from flashinfer_bench.bench.evaluators.evaluator import Baseline, CorrectnessResult, Evaluator
-    from flashinfer_bench.bench.evaluators.solution import SolutionHandle
 
-#: Each timed call's outputs are checked with this probability, decided after the call (``extra``:
-#: ``timed_check_probability``); the session's planned last call is always checked. Calls beyond it (the timer
-#: measures a batch again when the host was late with its launches, timing/api.py) are picked at random only.
-DEFAULT_TIMED_CHECK_PROBABILITY = 0.125
+class Verdict(Protocol):
+    """What a check of picked calls returns (the evaluators' ``CorrectnessResult``)."""
+
+    @property
+    def passed(self) -> bool: ...
+
+
+class PickedCallCheck(Protocol):
+    """How an evaluator checks the picked calls of a session (evaluators/timed_check.py)."""
+
+    grouped: bool
+
+    def expected(self, inputs: list[Any]) -> Any: ...
+    def check(self, calls: list[tuple[tuple[torch.Tensor, ...], Any]]) -> Verdict | None: ...
+    def finish(self) -> Verdict | None: ...
+
 #: The picked calls of a session are checked together (one comparison, evaluator.output_errors_each) in groups
 #: whose outputs and reference outputs take at most this many bytes (the comparison's float64 copies of them take
 #: up to 4x that for 16-bit outputs).
@@ -81,73 +90,6 @@ SHIP_COPY_ALLOWANCE = 4.0
 #: A claim above the median wall time of a call (its window: previous call done to done) by more than this is
 #: impossible.
 IMPOSSIBLE_FACTOR, IMPOSSIBLE_SLACK_MS = 1.05, 0.05
-#: The calibration session: a no-op callee through the same harness, some of its calls picked for shipping; at
-#: most this many warm-up and timed calls, and no more than the evaluation's own (every call draws fresh inputs,
-#: which for gigabyte-sized inputs costs more than the rest of the call).
-CALIBRATION_WARMUP, CALIBRATION_CALLS, CALIBRATION_PICK_PROBABILITY = 5, 30, 0.25
-
-
-@dataclass(frozen=True)
-class ClockFloor:
-    """What the harness costs per call when the call does nothing (see ``calibrate``), in ms."""
-
-    per_call_ms: float
-    """A call's window, less the judge's time to draw the inputs where they were drawn in it."""
-    ship_ms: float
-    """Outputs asked for to outputs shipped, less the judge's time to copy that many bytes and to draw the next
-    call's inputs (drawn meanwhile)."""
-
-
-
-def synchronize(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize(device)
-
-
-@functools.cache
-def copy_out_ms(nbytes: int, device: str) -> float:
-    """This process's time to copy ``nbytes`` from ``device`` into page-locked host memory, as a worker ships
-    outputs (on the CPU: a memory copy), best of three; measured once per size and device."""
-    if nbytes == 0:
-        return 0.0
-    source = torch.empty(nbytes, dtype=torch.uint8, device=device)
-    target = torch.empty(nbytes, dtype=torch.uint8, pin_memory=device.startswith("cuda"))
-    best = float("inf")
-    for _ in range(3):
-        synchronize(device)
-        start = time.perf_counter()
-        target.copy_(source)
-        synchronize(device)
-        best = min(best, (time.perf_counter() - start) * 1e3)
-    return best
-
-
-class TimedCheck:
-    """Checks the outputs of the timed calls the schedule picks: the reference is run on the same inputs."""
-
-    def __init__(self, evaluator: type[Evaluator], ctx: EvaluationContext, baseline: Baseline) -> None:
-        self.evaluator, self.ctx, self.baseline = evaluator, ctx, baseline
-        self.probability = float(ctx.config.extra.get("timed_check_probability", DEFAULT_TIMED_CHECK_PROBABILITY))
-
-    #: Picked calls are judged in groups (``judge_picked``); a check that keeps large data per call judges them
-    #: one at a time.
-    grouped = True
-
-    def expected(self, inputs: list[Any]) -> Any:
-        """What a call's outputs are judged against, worked out from its inputs (which are not kept): here the
-        reference's outputs."""
-        assert self.baseline.reference is not None
-        ctx = self.ctx
-        return invoke(self.baseline.reference, ctx.definition, ctx.workload, clone_inputs(inputs), ctx.device)
-
-    def check(self, calls: list[tuple[tuple[torch.Tensor, ...], Any]]) -> CorrectnessResult | None:
-        """The first failing verdict among these timed calls (each its outputs and its ``expected``), or None."""
-        return self.evaluator.check_timed_outputs(self.ctx.definition, calls, self.ctx.config)
-
-    def finish(self) -> CorrectnessResult | None:
-        """A verdict over all the checked calls together, for checks that need many (sampling)."""
-        return None
-
 
 @dataclass
 class PickedCall:
@@ -221,7 +163,7 @@ class TimedSchedule:
             self.draw_ms.append((time.perf_counter() - start) * 1e3)
             yield call, inputs
 
-    def judge_picked(self, check: TimedCheck) -> CorrectnessResult | None:
+    def judge_picked(self, check: PickedCallCheck) -> Verdict | None:
         """The first failing verdict among the picked calls (then ``check.finish``'s), or None. The calls are
         checked in groups of at most CHECK_GROUP_BYTES of outputs and expected values (at least one call per group)."""
         # Outputs and expected values (the reference's outputs) of a group are held together; inputs one at a time.
@@ -315,17 +257,3 @@ class SessionLatency:
     method: str
 
 
-def calibrate(ctx: EvaluationContext, noop: SolutionHandle) -> ClockFloor:
-    """The harness's cost per call, from a timing loop of ``noop`` (a handle on the zero-filling callee, in a
-    process no solution code has run in, so none can make the floor look higher than it is)."""
-    warmup = min(CALIBRATION_WARMUP, ctx.config.warmup_runs)
-    calls = min(CALIBRATION_CALLS, ctx.config.iterations)
-    schedule = TimedSchedule(ctx, ("calibration",), warmup, calls, CALIBRATION_PICK_PROBABILITY)
-    noop.time(calls, warmup, schedule)
-    for _ in schedule.picked_inputs():  # the judge's own draw times, to subtract
-        pass
-    return schedule.floor()
-
-
-def zero_filling_callee(ctx: EvaluationContext) -> ZeroFilling:
-    return ZeroFilling(len(ctx.definition.inputs))

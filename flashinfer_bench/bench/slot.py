@@ -14,10 +14,11 @@ import mmap
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-from flashinfer_bench.data import Definition, DType, Workload
+from flashinfer_bench.data import Definition, DType, EvaluationStatus, Workload
 
 
 @dataclass(frozen=True)
@@ -145,3 +146,21 @@ class Slot:
             tensors.append(raw.view(layout.dtype).reshape(layout.shape).to(device))
             offset += count
         return tensors, offset
+
+
+def output_mismatch(outputs: Sequence[Any], expected: Sequence[TensorLayout],
+                    device: str) -> tuple[EvaluationStatus, str] | None:
+    """INCORRECT_SHAPE or INCORRECT_DTYPE with a message, or None when every output is a tensor of the
+    definition's shape and dtype on the evaluation's device (the device is part of an output's type: a CPU
+    result in a CUDA run is not the kernel's result)."""
+    where = torch.device(device)
+    for out, spec in zip(outputs, expected, strict=True):
+        if not isinstance(out, torch.Tensor):
+            return EvaluationStatus.INCORRECT_SHAPE, f"output '{spec.name}' is {type(out).__name__}, expected a tensor"
+        if tuple(out.shape) != spec.shape:
+            return EvaluationStatus.INCORRECT_SHAPE, f"output '{spec.name}' has shape {list(out.shape)}, expected {list(spec.shape)}"
+        if out.dtype != spec.dtype:
+            return EvaluationStatus.INCORRECT_DTYPE, f"output '{spec.name}' has dtype {out.dtype}, expected {spec.dtype}"
+        if out.device.type != where.type or (where.index is not None and out.device.index != where.index):
+            return EvaluationStatus.INCORRECT_DTYPE, f"output '{spec.name}' is on {out.device}, expected {where}"
+    return None

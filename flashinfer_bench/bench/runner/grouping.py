@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from flashinfer_bench.bench.evaluators.slot import input_layouts, output_layouts, total_bytes
-from flashinfer_bench.bench.runner.protocol import BASELINE_BYTES_KEPT, MAX_WORKLOADS_PER_GROUP, WorkItem
+from flashinfer_bench.bench.slot import input_layouts, output_layouts, total_bytes
+from flashinfer_bench.bench.wire.parent_judge import BASELINE_BYTES_KEPT, MAX_WORKLOADS_PER_GROUP, WorkItem
 from flashinfer_bench.data import Definition, Workload
 
 

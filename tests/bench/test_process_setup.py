@@ -1,10 +1,10 @@
-"""What runner processes do to themselves and describe (bench/runner/device_setup.py)."""
+"""What runner processes do to themselves and describe (bench/process_setup.py)."""
 
 import pickle
 import subprocess
 import sys
 
-from flashinfer_bench.bench.runner.device_setup import describe_environment
+from flashinfer_bench.bench.process_setup import describe_environment
 
 
 def test_environment_unpickles_without_importing_torch():

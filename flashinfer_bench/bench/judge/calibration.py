@@ -1,0 +1,31 @@
+"""The clock floor: what the harness costs per call on a callee that does nothing, measured by the judge in a worker
+before any solution code was in it (so no solution can make the floor look higher than it is)."""
+
+from __future__ import annotations
+
+from flashinfer_bench.bench.calling import ZeroFilling
+from flashinfer_bench.bench.judge.clock import ClockFloor
+from flashinfer_bench.bench.judge.context import EvaluationContext
+from flashinfer_bench.bench.judge.schedule import TimedSchedule
+from flashinfer_bench.bench.judge.solution import SolutionHandle
+
+#: The calibration session: a no-op callee through the same harness, some of its calls picked for shipping; at
+#: most this many warm-up and timed calls, and no more than the evaluation's own (every call draws fresh inputs,
+#: which for gigabyte-sized inputs costs more than the rest of the call).
+CALIBRATION_WARMUP, CALIBRATION_CALLS, CALIBRATION_PICK_PROBABILITY = 5, 30, 0.25
+
+
+def calibrate(ctx: EvaluationContext, noop: SolutionHandle) -> ClockFloor:
+    """The harness's cost per call, from a timing loop of ``noop`` (a handle on the zero-filling callee, in a
+    process no solution code has run in, so none can make the floor look higher than it is)."""
+    warmup = min(CALIBRATION_WARMUP, ctx.config.warmup_runs)
+    calls = min(CALIBRATION_CALLS, ctx.config.iterations)
+    schedule = TimedSchedule(ctx, ("calibration",), warmup, calls, CALIBRATION_PICK_PROBABILITY)
+    noop.time(calls, warmup, schedule)
+    for _ in schedule.picked_inputs():  # the judge's own draw times, to subtract
+        pass
+    return schedule.floor()
+
+
+def zero_filling_callee(ctx: EvaluationContext) -> ZeroFilling:
+    return ZeroFilling(len(ctx.definition.inputs))

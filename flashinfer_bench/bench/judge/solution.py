@@ -1,0 +1,75 @@
+"""The judge's handle on a solution: what evaluators may ask of it, wherever it runs.
+
+An evaluator never holds the solution's function. It asks for calls by input seed and gets back private
+tensors read from bytes (``slot``); it asks for a timing loop and steers it through a ``Schedule``. The judge gives evaluators a
+``RemoteSolution`` (judge/remote.py), whose calls run in a sandboxed worker; trusted callees (the reference's
+timing, tests of the evaluators' logic) use ``LocalSolution`` (judge/local.py), the same harness in-process.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+from flashinfer_bench.bench.judge.clock import ClockFloor
+from flashinfer_bench.bench.judge.context import EvaluationContext
+from flashinfer_bench.bench.slot import Slot, input_layouts, output_layouts, total_bytes
+from flashinfer_bench.bench.wire.claims import TimingClaim
+
+
+@dataclass(frozen=True)
+class CallResult:
+    #: Per repeated call, its outputs in definition order.
+    outputs: list[tuple[torch.Tensor, ...]]
+    #: The values the last call left in the inputs asked for (in/out buffers).
+    returned: dict[str, torch.Tensor]
+    #: Inputs the solution's process says the last call wrote into (its own report: a diagnostic only).
+    wrote: list[str]
+
+
+class Schedule(Protocol):
+    """The judge's side of a timing loop (see timed.TimedSchedule)."""
+
+    def opening_seeds(self) -> tuple[int, int]: ...
+    def on_done(self, index: int) -> bool: ...
+    def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...], asked_at: float, arrived_at: float) -> None: ...
+    def next_seed(self) -> int: ...
+
+
+def call_slot_bytes(ctx: EvaluationContext, repeat: int, return_inputs: Sequence[str]) -> int:
+    return (repeat * total_bytes(output_layouts(ctx.definition, ctx.workload))
+            + total_bytes(input_layouts(ctx.definition, ctx.workload, return_inputs)))
+
+
+def read_call_result(ctx: EvaluationContext, slot: Slot, repeat: int, return_inputs: Sequence[str],
+                     wrote: list[str]) -> CallResult:
+    layouts = output_layouts(ctx.definition, ctx.workload)
+    outputs, offset = [], 0
+    for _ in range(repeat):
+        tensors, offset = slot.read(offset, layouts, ctx.device)
+        outputs.append(tuple(tensors))
+    returned_layouts = input_layouts(ctx.definition, ctx.workload, return_inputs)
+    returned, _ = slot.read(offset, returned_layouts, ctx.device)
+    return CallResult(outputs, {layout.name: t for layout, t in zip(returned_layouts, returned, strict=True)}, wrote)
+
+
+class SolutionHandle(ABC):
+    def __init__(self, ctx: EvaluationContext) -> None:
+        self.ctx = ctx
+
+    @abstractmethod
+    def clock_floor(self) -> ClockFloor:
+        """What the harness costs per call where this solution runs, measured before its code was there."""
+
+    @abstractmethod
+    def call(self, seed: int, *, repeat: int = 1, rng_seed: int | None = None,
+             return_inputs: Sequence[str] = ()) -> CallResult:
+        """Calls on the inputs drawn from ``seed``; raises CallFailed when they cannot be judged."""
+
+    @abstractmethod
+    def time(self, iterations: int, warmup: int, schedule: Schedule) -> TimingClaim:
+        """A timing loop steered by ``schedule``; raises CallFailed when the solution breaks it."""
