@@ -76,7 +76,7 @@ def timed_method(owner: type, name: str) -> None:
 
 
 def unsandboxed_worker(conn, device: str, scratch) -> None:
-    """A worker as runner/worker.py's, without entering the sandbox (to see what the sandbox costs), that
+    """A worker as worker/main.py's, without entering the sandbox (to see what the sandbox costs), that
     prints where its time went when it stops."""
     from flashinfer_bench.bench.harness import Harness
     from flashinfer_bench.bench.slot import Slot
@@ -126,7 +126,7 @@ def remote_ms_per_evaluation(ctx: EvaluationContext, evaluations: int, sandboxed
     from flashinfer_bench.bench.judge.remote import RemoteSolution, SlotKeeper
     from flashinfer_bench.bench.runner.process import WorkerProcess
     from flashinfer_bench.bench.runner.process_pool import worker_policy
-    from flashinfer_bench.bench.wire.judge_worker import WorkerChannel
+    from flashinfer_bench.bench.wire.judge_worker import Built, Load, Ready, Stop, WorkerChannel
     from flashinfer_bench.data import Solution
 
     solution = Solution.model_validate({
@@ -143,15 +143,15 @@ def remote_ms_per_evaluation(ctx: EvaluationContext, evaluations: int, sandboxed
 
     def load(calibration: bool) -> None:
         log = os.open(os.devnull, os.O_WRONLY)
-        channel.send(op="load", calibration=calibration, definition=ctx.definition.model_dump_json(),
-                     solution=solution.model_dump_json(), workload=ctx.workload.model_dump_json(),
-                     trace_set_root=None)
+        channel.send(Load(calibration=calibration, definition=ctx.definition.model_dump_json(),
+                          solution=solution.model_dump_json(), workload=ctx.workload.model_dump_json(),
+                          trace_set_root=None))
         channel.send_fd(log)
         os.close(log)
-        channel.receive("built")
+        channel.receive(Built)
 
     try:
-        print(f"worker: {channel.receive('ready').isolation}")
+        print(f"worker: {channel.receive(Ready).isolation}")
         load(calibration=True)
         floor = calibrate(ctx, RemoteSolution(ctx, channel, slots))
         print(f"  clock floor: {floor}")
@@ -163,23 +163,23 @@ def remote_ms_per_evaluation(ctx: EvaluationContext, evaluations: int, sandboxed
             evaluate(ctx, remote)
         return (time.perf_counter() - start) / evaluations * 1e3
     finally:
-        channel.send(op="stop")
+        channel.send(Stop())
         worker.kill()
 
 
 def _echo(conn) -> None:
-    from flashinfer_bench.bench.wire.judge_worker import JudgeChannel
+    from flashinfer_bench.bench.wire.judge_worker import Done, JudgeChannel, Next
 
     channel = JudgeChannel(conn)
-    while channel.receive()["op"] == "next":
-        channel.send(op="done", index=0)
+    while isinstance(channel.receive(), Next):
+        channel.send(Done(index=0))
 
 
 def channel_round_trip_us(trips: int = 2000) -> float:
-    """One request and answer over the judge-worker channel (runner/wire.py) between two processes."""
+    """One request and answer over the judge-worker channel (wire/judge_worker.py) between two processes."""
     import multiprocessing
 
-    from flashinfer_bench.bench.wire.judge_worker import WorkerChannel
+    from flashinfer_bench.bench.wire.judge_worker import Done, Next, Stop, WorkerChannel
 
     context = multiprocessing.get_context("fork")
     mine, theirs = context.Pipe()
@@ -188,10 +188,10 @@ def channel_round_trip_us(trips: int = 2000) -> float:
     channel = WorkerChannel(mine)
     start = time.perf_counter()
     for _ in range(trips):
-        channel.send(op="next", seed=12345678901234)
-        channel.receive("done")
+        channel.send(Next(seed=12345678901234))
+        channel.receive(Done)
     elapsed = time.perf_counter() - start
-    channel.send(op="stop")
+    channel.send(Stop())
     echo.join()
     return elapsed / trips * 1e6
 
@@ -206,7 +206,7 @@ def main() -> None:
                         help="picked calls' outputs are shipped to the judge but not judged (what shipping costs)")
     args = parser.parse_args()
     if args.ship_only:
-        from flashinfer_bench.bench.evaluators.timed_check import TimedCheck
+        from flashinfer_bench.bench.evaluators.evaluator import TimedCheck
 
         TimedCheck.check = lambda self, inputs, outputs: None
     definition = Definition.model_validate(SCALE_ADD)

@@ -66,11 +66,11 @@ def report() -> None:
 
 
 def phased_worker(conn, device: str, scratch) -> None:
-    """runner/worker.py's worker, unsandboxed, with its phases clocked; prints where its time went when it stops."""
+    """worker/main.py's worker, unsandboxed, with its phases clocked; prints where its time went when it stops."""
     import torch
 
-    from flashinfer_bench.bench.calling import TimedCall
     from flashinfer_bench.bench import harness
+    from flashinfer_bench.bench.calling import TimedCall
     from flashinfer_bench.bench.slot import Slot
     from flashinfer_bench.bench.wire.judge_worker import JudgeChannel
     from flashinfer_bench.bench.worker.main import WireExchange, Worker

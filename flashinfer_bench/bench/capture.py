@@ -5,6 +5,7 @@ The parent names the file, so even when the worker dies mid-item its last output
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -38,6 +39,14 @@ def capture_fds(target: str | Path | int | None) -> Iterator[None]:
         os.dup2(saved[1], 2)
         for own in (*saved, *([] if fd is target else [fd])):
             os.close(own)
+
+
+def take_captured(path: str | Path) -> str:
+    """An item's captured output, read back bounded; the file is removed (the next item's capture starts empty)."""
+    captured = read_bounded(path)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    return captured
 
 
 def read_bounded(path: str | Path) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -168,6 +167,10 @@ def load_config(args: argparse.Namespace) -> BenchmarkConfig:
 def command_run(args: argparse.Namespace, console: Console) -> int:
     logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
     config = load_config(args)
+    if config.cluster_address() is None:
+        from flashinfer_bench.bench.runner.server import start_worker_server
+
+        start_worker_server()  # first, so its imports (torch, ...) overlap with this process's own
     cluster_runner = start_cluster_runner(config)
     try:
         return run_trace_sets(args, console, config, cluster_runner)
@@ -179,13 +182,13 @@ def command_run(args: argparse.Namespace, console: Console) -> int:
 def start_cluster_runner(config: BenchmarkConfig) -> Runner | None:
     """On a Ray cluster, the runner of the first trace set, started before anything heavy is imported or read: its
     device hosts (a Ray worker, a device process, a judge on each device) start while this process imports torch and
-    reads the trace sets, as a local run's worker server does (``main``). None for a local run."""
-    address = config.cluster_address()
-    if not address:
+    reads the trace sets, as a local run's worker server does. None for a local run (each trace set's Benchmark
+    starts its runner: ``default_runner``, which asks the same ``config.cluster_address()``)."""
+    if config.cluster_address() is None:
         return None
-    from flashinfer_bench.bench.runner.ray import ray_runner
+    from flashinfer_bench.bench.benchmark import default_runner
 
-    return ray_runner(address, config)
+    return default_runner(config)
 
 
 def run_trace_sets(args: argparse.Namespace, console: Console, config: BenchmarkConfig,
@@ -325,10 +328,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return routine_main(argv[1:])
     args = build_parser().parse_args(argv)
-    if args.command == "run" and not (args.ray_address or os.environ.get("RAY_ADDRESS")):
-        from flashinfer_bench.bench.runner.server import start_worker_server
-
-        start_worker_server()  # first, so its imports (torch, ...) overlap with this process's own
     from rich.console import Console
 
     from flashinfer_bench.bench.runner.ray.cluster import RayClusterError

@@ -11,7 +11,7 @@ the run's secret and handed over only when the call is made, so no value-keyed c
 can be told from another in advance. After each call the judge decides, at random, whether to check its
 outputs against the reference on the same inputs (``TimedCheck``); a wrong one fails the evaluation with
 ``TimedOutputsMismatch``. The judge also clocks every call itself and does not believe a claimed latency that
-its own clock refutes (evaluators/timed.py).
+its own clock refutes (judge/schedule.py).
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from statistics import fmean
+from statistics import fmean, median
 from typing import Any
 
 import torch
 
-from flashinfer_bench.bench.calling import Callee, TimedCall, clone_inputs, invoke, written_inputs
+from flashinfer_bench.bench.calling import Callee, clone_inputs, invoke, written_inputs
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.evaluators.compare import (
     ValueErrors,
@@ -32,11 +32,12 @@ from flashinfer_bench.bench.evaluators.compare import (
     row_errors,
     value_errors,
 )
-from flashinfer_bench.bench.evaluators.timed_check import TimedCheck
 from flashinfer_bench.bench.judge.context import EvaluationContext
+from flashinfer_bench.bench.judge.local import LocalSolution, UncheckedSchedule
 from flashinfer_bench.bench.judge.schedule import SessionLatency, TimedSchedule
 from flashinfer_bench.bench.judge.solution import SolutionHandle
 from flashinfer_bench.bench.slot import output_layouts, output_mismatch
+from flashinfer_bench.bench.wire.parent_judge import ReferenceTiming
 from flashinfer_bench.data import Correctness, Definition, EvaluationStatus, Performance
 from flashinfer_bench.data import performance_extra as key
 from flashinfer_bench.timing.stats import summarize
@@ -49,15 +50,14 @@ class Baseline:
 
     inputs: list[list[Any]]
     outputs: list[tuple[Any, ...]]
-    mean_latency_ms: float | None = None
+    #: The reference's time, when this baseline timed it or the run already knew it.
+    reference_timing: ReferenceTiming | None = None
     #: The reference that produced ``outputs``, for evaluators that call it again (e.g. to draw samples).
     reference: Callee | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     #: Per trial, the inputs the reference wrote into (in/out buffers, e.g. a cache of intermediate states)
     #: and the values it left there: a solution must write the same, and may write into no other input.
     written: list[dict[str, Any]] = field(default_factory=list)
-    #: The 95% interval of the reference's median time, over every sample, when this baseline timed it.
-    reference_ci95_ms: tuple[float, float] | None = None
 
 
 @dataclass
@@ -89,23 +89,23 @@ class PerformanceResult:
     setup_latency_ms: float | None = None
 
 
-def time_reference(reference: Callee, ctx: EvaluationContext, inputs: list[list[Any]]) -> tuple[float, list[float]]:
-    """The mean over trials of the reference's median time, each trial on private copies of its inputs, and every
-    sample taken."""
-    from flashinfer_bench.testing import bench_gpu_time_detailed
-
-    medians, samples = [], []
-    for trial_inputs in inputs:
-        call = TimedCall(reference, ctx.definition, ctx.workload, clone_inputs(trial_inputs), ctx.device).call
-        result = bench_gpu_time_detailed(call, num_iters=ctx.config.iterations, dry_run_iters=ctx.config.warmup_runs,
-                                         device=ctx.device)
-        medians.append(result.median_ms)
-        samples += result.samples_ms
-    return fmean(medians), samples
+def time_reference(reference: Callee, ctx: EvaluationContext) -> ReferenceTiming:
+    """The reference timed as solutions are (the same loop, harness.py, here in the judge's own process): in
+    ``num_trials`` sessions, every call on fresh inputs; the mean of the sessions' medians, the 95% interval over
+    every sample, and the conditions the loop reported."""
+    medians, samples, conditions = [], [], {}
+    handle = LocalSolution(ctx, reference)
+    for session in range(ctx.config.num_trials):
+        claim = handle.time(ctx.config.iterations, ctx.config.warmup_runs, UncheckedSchedule(ctx, ("reference", session)))
+        medians.append(median(claim.samples_ms))
+        samples += claim.samples_ms
+        conditions = claim.conditions()
+    stats = summarize(samples)
+    return ReferenceTiming(fmean(medians), (stats.ci95_low_ms, stats.ci95_high_ms), conditions)
 
 
 def timing_extra(sessions: list[SessionLatency], cfg: ResolvedEvalConfig, setup_ms: float | None,
-                 reference_ci95_ms: tuple[float, float] | None) -> dict[str, Any]:
+                 reference: ReferenceTiming | None) -> dict[str, Any]:
     """What a trace keeps beside its latency (``performance.extra``, keys: data/performance_extra.py): how it was
     measured and how noisy it was, over the sessions whose claims were believed, and the settings."""
     believed = [s for s in sessions if s.samples_ms]
@@ -116,15 +116,53 @@ def timing_extra(sessions: list[SessionLatency], cfg: ResolvedEvalConfig, setup_
     }
     if samples:
         stats = summarize(samples)
-        extra |= {key.TIMING_METHOD: believed[0].method, key.SAMPLES: len(samples),
+        extra |= {key.TIMING_METHOD: believed[0].conditions["timer"], key.SAMPLES: len(samples),
                   key.LATENCY_STD_MS: stats.std_ms, key.LATENCY_CI95_MS: [stats.ci95_low_ms, stats.ci95_high_ms]}
     if len(believed) < len(sessions):
         extra[key.JUDGE_ESTIMATED_TRIALS] = len(sessions) - len(believed)
     if setup_ms is not None:
         extra[key.SETUP_LATENCY_MS] = setup_ms
-    if reference_ci95_ms is not None:
-        extra[key.REFERENCE_CI95_MS] = list(reference_ci95_ms)
+    if sessions:
+        extra[key.TIMING_CONDITIONS] = dict(sessions[0].conditions)
+    if reference is not None:
+        if reference.ci95_ms is not None:
+            extra[key.REFERENCE_CI95_MS] = list(reference.ci95_ms)
+        if reference.conditions:
+            extra[key.REFERENCE_TIMING_CONDITIONS] = dict(reference.conditions)
     return extra
+
+
+#: Each timed call's outputs are checked with this probability, decided after the call (``extra``:
+#: ``timed_check_probability``); the session's planned last call is always checked. Calls beyond it (the timer
+#: measures a batch again when the host was late with its launches, timing/api.py) are picked at random only.
+DEFAULT_TIMED_CHECK_PROBABILITY = 0.125
+
+
+class TimedCheck:
+    """Checks the outputs of the timed calls the schedule picks: the reference is run on the same inputs."""
+
+    def __init__(self, evaluator: type[Evaluator], ctx: EvaluationContext, baseline: Baseline) -> None:
+        self.evaluator, self.ctx, self.baseline = evaluator, ctx, baseline
+        self.probability = float(ctx.config.extra.get("timed_check_probability", DEFAULT_TIMED_CHECK_PROBABILITY))
+
+    #: Picked calls are judged in groups (``judge_picked``); a check that keeps large data per call judges them
+    #: one at a time.
+    grouped = True
+
+    def expected(self, inputs: list[Any]) -> Any:
+        """What a call's outputs are judged against, worked out from its inputs (which are not kept): here the
+        reference's outputs."""
+        assert self.baseline.reference is not None
+        ctx = self.ctx
+        return invoke(self.baseline.reference, ctx.definition, ctx.workload, clone_inputs(inputs), ctx.device)
+
+    def check(self, calls: list[tuple[tuple[torch.Tensor, ...], Any]]) -> CorrectnessResult | None:
+        """The first failing verdict among these timed calls (each its outputs and its ``expected``), or None."""
+        return self.evaluator.check_timed_outputs(self.ctx.definition, calls, self.ctx.config)
+
+    def finish(self) -> CorrectnessResult | None:
+        """A verdict over all the checked calls together, for checks that need many (sampling)."""
+        return None
 
 
 class Evaluator(ABC):
@@ -151,9 +189,7 @@ class Evaluator(ABC):
             written.append(written_inputs(ctx.input_names, trial_inputs, call_inputs))
         baseline = Baseline(inputs=inputs, outputs=outputs, reference=reference, written=written)
         if profile:
-            baseline.mean_latency_ms, samples = time_reference(reference, ctx, inputs)
-            stats = summarize(samples)
-            baseline.reference_ci95_ms = (stats.ci95_low_ms, stats.ci95_high_ms)
+            baseline.reference_timing = time_reference(reference, ctx)
         return baseline
 
     @classmethod
@@ -255,9 +291,10 @@ class Evaluator(ABC):
         setups = [s.setup_ms for s in sessions if s.setup_ms is not None]
         setup = fmean(setups) if len(setups) == len(sessions) else None
         # Upstream's convention when the reference was not timed: 0.0 for both (its models reject NaN).
-        reference = baseline.mean_latency_ms if baseline.mean_latency_ms is not None else 0.0
+        timing = baseline.reference_timing
+        reference = timing.latency_ms if timing is not None else 0.0
         speedup = reference / latency if latency > 0 and reference > 0 else 0.0
-        extra = timing_extra(sessions, cfg, setup, baseline.reference_ci95_ms)
+        extra = timing_extra(sessions, cfg, setup, timing)
         return PerformanceResult(Performance(latency_ms=latency, reference_latency_ms=reference,
                                              speedup_factor=speedup, extra=extra),
                                  [note for s in sessions for note in s.notes], setup)

@@ -23,8 +23,7 @@ import torch
 
 from flashinfer_bench.bench.calling import Callee, clone_inputs, invoke
 from flashinfer_bench.bench.config import ResolvedEvalConfig
-from flashinfer_bench.bench.evaluators.evaluator import Baseline, CorrectnessResult, Evaluator
-from flashinfer_bench.bench.evaluators.timed_check import TimedCheck
+from flashinfer_bench.bench.evaluators.evaluator import Baseline, CorrectnessResult, Evaluator, TimedCheck
 from flashinfer_bench.bench.harness import seeded
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.solution import SolutionHandle

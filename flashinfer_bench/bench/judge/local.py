@@ -7,6 +7,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+import torch
+
 from flashinfer_bench.bench.calling import Callee
 from flashinfer_bench.bench.harness import Harness
 from flashinfer_bench.bench.judge.calibration import calibrate, zero_filling_callee
@@ -74,3 +76,27 @@ class LocalSolution(SolutionHandle):
             return self.harness.time(iterations, warmup, schedule.opening_seeds(), Direct(), slot)
         except Exception as exc:  # noqa: BLE001 - solution code may raise anything
             raise failure_of(exc) from None
+
+
+class UncheckedSchedule:
+    """A timing loop's schedule for a trusted callee (the reference): a fresh seed for every call, no call picked,
+    no clock kept."""
+
+    def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...]) -> None:
+        self.ctx, self.purpose, self.issued = ctx, purpose, 0
+
+    def _issue(self) -> int:
+        self.issued += 1
+        return self.ctx.seed_for(*self.purpose, self.issued - 1)
+
+    def opening_seeds(self) -> tuple[int, int]:
+        return self._issue(), self._issue()
+
+    def on_done(self, index: int) -> bool:
+        return False
+
+    def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...], asked_at: float, arrived_at: float) -> None:
+        raise AssertionError("an unchecked schedule asks for no outputs")
+
+    def next_seed(self) -> int:
+        return self._issue()

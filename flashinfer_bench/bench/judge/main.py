@@ -2,7 +2,7 @@
 
 One judge per device, for the whole run. It draws the inputs (from the run's secret), runs the reference, keeps
 the baselines of the workloads it saw last, and evaluates each item through the worker attached to it: the
-worker gets seeds and returns bytes (runner/wire.py, evaluators/slot.py). A worker that dies, hangs or
+worker gets seeds and returns bytes (wire/judge_worker.py, slot.py). A worker that dies, hangs or
 breaks the protocol costs its item, never the judge's state, so isolated runs keep their baselines too.
 """
 
@@ -31,7 +31,7 @@ from flashinfer_bench.bench.process_setup import (
 )
 from flashinfer_bench.bench.wire import parent_judge as protocol
 from flashinfer_bench.bench.wire.failures import CallFailed
-from flashinfer_bench.bench.wire.judge_worker import Ready, WorkerChannel, WorkerGone
+from flashinfer_bench.bench.wire.judge_worker import Built, Load, Ready, Stop, WorkerChannel, WorkerGone
 from flashinfer_bench.bench.wire.parent_judge import (
     BASELINE_BYTES_KEPT,
     MAX_WORKLOADS_PER_GROUP,
@@ -69,7 +69,7 @@ class Judge:
         self.device = device
         self.worker: WorkerChannel | None = None
         self.slots: SlotKeeper | None = None
-        #: What the harness costs per call on this device (evaluators/timed.py), measured in a worker before it
+        #: What the harness costs per call on this device (judge/schedule.py), measured in a worker before it
         #: loaded any solution, and when (time.monotonic()); measured again on a fresh worker once it is older
         #: than FLOOR_KEPT_S.
         self.floor: ClockFloor | None = None
@@ -101,7 +101,7 @@ class Judge:
         self.detach()
         channel = WorkerChannel(Connection(fd))
         try:
-            ready: Ready = channel.receive("ready")
+            ready = channel.receive(Ready)
         except (WorkerGone, CallFailed) as exc:
             channel.close()
             self.conn.send((protocol.WORKER_FAILED, str(exc)))
@@ -112,7 +112,7 @@ class Judge:
     def detach(self) -> None:
         if self.worker is not None:
             try:
-                self.worker.send(op="stop")
+                self.worker.send(Stop())
             except WorkerGone:
                 pass
             self.worker.close()
@@ -150,10 +150,9 @@ class Judge:
         except Exception:  # noqa: BLE001 - the reference or the workload is broken, not the solution
             return WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log="reference failed:\n" + traceback.format_exc(),
                                retire_judge=not device_is_healthy(self.device))
-        reference_latency = item.reference_latency_ms if item.reference_latency_ms is not None else baseline.mean_latency_ms
-        self.conn.send((protocol.BASELINE, reference_latency))
-        if item.reference_latency_ms is not None:
-            baseline.mean_latency_ms = item.reference_latency_ms
+        if item.reference is not None:
+            baseline.reference_timing = item.reference
+        self.conn.send((protocol.BASELINE, baseline.reference_timing))
         assert self.floor is not None  # the first worker attached was fresh, and calibrated above
         solution = RemoteSolution(ctx, worker, slots, self.floor)
         try:
@@ -176,15 +175,15 @@ class Judge:
     def load(worker: WorkerChannel, item: WorkItem, log_path: str, *, calibration: bool) -> None:
         """Have the worker build the item's solution (or, for ``calibration``, take the zero-filling callee
         through the same harness instead) with its output going to ``log_path``."""
-        worker.send(op="load", calibration=calibration, definition=item.definition.model_dump_json(),
-                    solution=item.solution.model_dump_json(), workload=item.workload.model_dump_json(),
-                    trace_set_root=item.trace_set_root)
+        worker.send(Load(calibration=calibration, definition=item.definition.model_dump_json(),
+                         solution=item.solution.model_dump_json(), workload=item.workload.model_dump_json(),
+                         trace_set_root=item.trace_set_root))
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             worker.send_fd(log_fd)
         finally:
             os.close(log_fd)
-        worker.receive("built")
+        worker.receive(Built)
 
     def baseline(self, evaluator: Any, ctx: EvaluationContext, item: WorkItem) -> Any:
         key = (*item.workload_key, item.evaluator)
@@ -198,7 +197,7 @@ class Judge:
         if reference is None:
             reference = self.references[item.definition.name] = reference_callee(item.definition)
         baseline = evaluator.build_baseline(ctx, reference,
-                                            profile=item.profile_baseline and item.reference_latency_ms is None)
+                                            profile=item.profile_baseline and item.reference is None)
         self.baselines[key] = baseline
         self.evict_baselines(keep_newest=True)
         return baseline

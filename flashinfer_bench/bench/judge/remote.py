@@ -16,7 +16,19 @@ from flashinfer_bench.bench.judge.solution import (
 )
 from flashinfer_bench.bench.slot import Slot, output_layouts
 from flashinfer_bench.bench.wire.claims import TimingClaim
-from flashinfer_bench.bench.wire.judge_worker import WorkerChannel, WorkerGone
+from flashinfer_bench.bench.wire.judge_worker import (
+    Call,
+    Called,
+    Done,
+    NewSlot,
+    Next,
+    Ship,
+    Shipped,
+    Time,
+    Timed,
+    WorkerChannel,
+    WorkerGone,
+)
 
 
 class RemoteSolution(SolutionHandle):
@@ -37,23 +49,24 @@ class RemoteSolution(SolutionHandle):
     def call(self, seed: int, *, repeat: int = 1, rng_seed: int | None = None,
              return_inputs: Sequence[str] = ()) -> CallResult:
         slot = self.slots.at_least(call_slot_bytes(self.ctx, repeat, return_inputs))
-        self.channel.send(op="call", seed=seed, repeat=repeat, rng_seed=rng_seed, return_inputs=list(return_inputs))
-        called = self.channel.receive("called")
+        self.channel.send(Call(seed=seed, repeat=repeat, rng_seed=rng_seed, return_inputs=list(return_inputs)))
+        called = self.channel.receive(Called)
         return read_call_result(self.ctx, slot, repeat, return_inputs, list(called.wrote))
 
     def time(self, iterations: int, warmup: int, schedule: Schedule) -> TimingClaim:
         slot = self.slots.at_least(call_slot_bytes(self.ctx, 1, ()))
         layouts = output_layouts(self.ctx.definition, self.ctx.workload)
         first, second = schedule.opening_seeds()
-        self.channel.send(op="time", iterations=iterations, warmup=warmup, seed=first, next_seed=second)
+        self.channel.send(Time(iterations=iterations, warmup=warmup, seed=first, next_seed=second))
         while True:
-            message = self.channel.receive("done", "timed")
-            if message.op == "timed":
-                return TimingClaim(list(message.samples_ms), message.method, list(message.setup_ms))
+            message = self.channel.receive(Done, Timed)
+            if isinstance(message, Timed):
+                return TimingClaim(list(message.samples_ms), message.method, list(message.setup_ms),
+                                   message.cache_policy, message.cuda_graph)
             if schedule.on_done(message.index):
                 asked_at = time.perf_counter()
-                self.channel.send(op="ship")
-                shipped = self.channel.receive("shipped")
+                self.channel.send(Ship())
+                shipped = self.channel.receive(Shipped)
                 arrived_at = time.perf_counter()
                 if shipped.index != message.index:
                     raise WorkerGone(f"the worker broke the protocol: shipped call {shipped.index}, not {message.index}")
@@ -61,7 +74,7 @@ class RemoteSolution(SolutionHandle):
                 # between the solution's calls.
                 outputs, _ = slot.read(0, layouts, "cpu")
                 schedule.on_shipped(message.index, tuple(outputs), asked_at, arrived_at)
-            self.channel.send(op="next", seed=schedule.next_seed())
+            self.channel.send(Next(seed=schedule.next_seed()))
 
 
 class SlotKeeper:
@@ -79,7 +92,7 @@ class SlotKeeper:
                 self.slot.close()
             self.slot = Slot.create(max(size, 2 * previous, 4096))
             assert self.slot.fd is not None
-            self.channel.send(op="slot", size=self.slot.size)
+            self.channel.send(NewSlot(size=self.slot.size))
             self.channel.send_fd(self.slot.fd)
         return self.slot
 

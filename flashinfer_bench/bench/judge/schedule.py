@@ -234,11 +234,11 @@ class TimedSchedule:
             # and make an honest host-bound solution's latency jump from its claim to the whole window.
             recorded, what = least, f"the least the judge's clock allows ({least:.4f} ms)"
         else:
-            return SessionLatency(claimed, setup, [], list(samples), claim.method)
+            return SessionLatency(claimed, setup, [], list(samples), claim.conditions())
         with_setup = f" and {setup:.4f} ms of setup" if setup is not None else ""
         return SessionLatency(recorded, None, [
             f"timing: the solution's process claimed {claimed:.4f} ms per call{with_setup}, {why}; {clocked}; "
-            f"recorded {what} ({claim.method} claim not believed)"], [], claim.method)
+            f"recorded {what} ({claim.method} claim not believed)"], [], claim.conditions())
 
 
 @dataclass(frozen=True)
@@ -252,8 +252,9 @@ class SessionLatency:
     """The median time of the solution's setup before a call (docs/solutions.md), as claimed; None without a
     setup, or when the claim was not believed (the estimate then covers the setup too)."""
     notes: list[str]
-    #: The claimed samples, when the claim was believed (empty otherwise), and the method that took them.
+    #: The claimed samples, when the claim was believed (empty otherwise), and the conditions the timing loop
+    #: reported (wire/claims.py).
     samples_ms: list[float]
-    method: str
+    conditions: dict[str, object]
 
 

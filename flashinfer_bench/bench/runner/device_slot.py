@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from flashinfer_bench.bench.runner.process import JudgeProcess, WorkerProcess, WorkerStartError
-from flashinfer_bench.bench.wire.parent_judge import WorkItem, WorkOutcome
+from flashinfer_bench.bench.wire.parent_judge import ReferenceTiming, WorkItem, WorkOutcome
 from flashinfer_bench.bench.worker.sandbox import SandboxPolicy
 from flashinfer_bench.data import Solution
 
@@ -104,7 +104,7 @@ class DeviceSlot:
         return self.active.isolation if self.active is not None else None
 
     def run(self, item: WorkItem, log_path: str, timeout: float,
-            on_baseline: Callable[[float | None], None]) -> tuple[WorkOutcome, dict[str, Any]]:
+            on_baseline: Callable[[ReferenceTiming | None], None]) -> tuple[WorkOutcome, dict[str, Any]]:
         """Evaluate one item on this device; returns the outcome and the environment it ran in."""
         judge, environment = self._ready_judge()
         if self.active is not None and self.active_key != item.solution_key:

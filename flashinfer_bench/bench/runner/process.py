@@ -23,7 +23,7 @@ from flashinfer_bench.bench.judge.main import judge_main
 from flashinfer_bench.bench.runner.server import process_context
 from flashinfer_bench.bench.wire import parent_judge as protocol
 from flashinfer_bench.bench.wire.judge_worker import CHANNEL_CLOSED
-from flashinfer_bench.bench.wire.parent_judge import WorkItem, WorkOutcome
+from flashinfer_bench.bench.wire.parent_judge import ReferenceTiming, WorkItem, WorkOutcome
 from flashinfer_bench.bench.worker.main import worker_build_root, worker_main
 from flashinfer_bench.bench.worker.sandbox import SandboxPolicy, terminate_sandboxed
 from flashinfer_bench.compile import promote_entry
@@ -149,7 +149,7 @@ class JudgeProcess:
             self.conn.send((protocol.DETACH, None))
 
     def evaluate(self, item: WorkItem, worker: WorkerProcess, log_path: str, timeout: float,
-                 on_baseline: Callable[[float | None], None]) -> WorkOutcome:
+                 on_baseline: Callable[[ReferenceTiming | None], None]) -> WorkOutcome:
         """Run one item. A death or a hang of the worker is a verdict (RUNTIME_ERROR / TIMEOUT), never an exception."""
         self.conn.send((protocol.EVALUATE, (item, log_path)))
         building = build_timeout(item, timeout)

@@ -5,7 +5,6 @@ base.py for the interface it implements.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import queue
@@ -13,14 +12,13 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
 
-from flashinfer_bench.bench.capture import read_bounded
+from flashinfer_bench.bench.capture import take_captured
 from flashinfer_bench.bench.process_setup import PROFILE_DIR_ENV
 from flashinfer_bench.bench.runner.base import OnVerdict, Runner, Verdict
 from flashinfer_bench.bench.runner.device_slot import DeviceSlot
-from flashinfer_bench.bench.seeds import new_run_secret
+from flashinfer_bench.bench.runner.run_state import RunState
 from flashinfer_bench.bench.wire.parent_judge import WorkItem
 from flashinfer_bench.bench.worker.sandbox import SandboxPolicy
 from flashinfer_bench.compile.cache import resolve_cache_root
@@ -40,9 +38,7 @@ class ProcessRunner(Runner):
         cache_root = resolve_cache_root(cache_dir)
         self.slots = [DeviceSlot(d, cache_root, policy, items_per_worker=items_per_worker) for d in devices]
         self._announced: set[str] = set()
-        self.reference_latency: dict[tuple[str, str], float | None] = {}
-        #: Every input seed of this run derives from it; it goes to judges only.
-        self.secret = new_run_secret()
+        self.state = RunState()
         self._lock = threading.Lock()
 
     @property
@@ -76,24 +72,12 @@ class ProcessRunner(Runner):
             raise errors[0]
 
     def _run_one(self, slot: DeviceSlot, item: WorkItem, on_verdict: OnVerdict) -> None:
-        key = item.workload_key
-        with self._lock:
-            known = self.reference_latency.get(key)
-        item = replace(item, secret=self.secret,
-                       reference_latency_ms=known if known is not None else item.reference_latency_ms)
-
-        def remember(latency: float | None) -> None:
-            if latency is not None:
-                with self._lock:
-                    self.reference_latency.setdefault(key, latency)
-
+        item = self.state.prepare(item)
         log_path = os.path.join(self._log_dir, f"{slot.device.replace(':', '_')}-{threading.get_ident()}.log")
-        outcome, environment = slot.run(item, log_path, self.timeout_seconds, remember)
+        outcome, environment = slot.run(item, log_path, self.timeout_seconds,
+                                        lambda timing: self.state.references.learn(item, timing))
         self._announce(slot.isolation())
-        captured = read_bounded(log_path)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(log_path)
-        verdict = Verdict(item, outcome, environment, captured)
+        verdict = Verdict(item, outcome, environment, take_captured(log_path))
         with self._lock:
             on_verdict(verdict)
 

@@ -1,4 +1,5 @@
-"""The channel between a judge and the worker that runs solution code: JSON messages, nothing else.
+"""The channel between a judge and the worker that runs solution code: JSON messages, nothing else, both
+directions defined here.
 
 What the worker sends is parsed against the schemas below (unknown fields, wrong types, oversized messages and
 messages out of turn are all protocol violations); nothing is unpickled and no field is taken as a verdict.
@@ -12,7 +13,7 @@ import json
 import math
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import recv_handle, send_handle
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -29,47 +30,115 @@ class _Message(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+# --- judge -> worker: trusted by the worker, parsed all the same (a typo in the judge is a clear error) -------
+
+
+class Stop(_Message):
+    op: Literal["stop"] = "stop"
+
+
+class NewSlot(_Message):
+    """Followed by the buffer's file descriptor (SCM_RIGHTS): the outputs' bytes go there."""
+
+    op: Literal["slot"] = "slot"
+    size: int = Field(gt=0)
+
+
+class Load(_Message):
+    """Build the solution (or, for ``calibration``, take the zero-filling callee instead); followed by the log
+    file's descriptor. Definitions, workloads and solutions travel as their JSON."""
+
+    op: Literal["load"] = "load"
+    calibration: bool
+    definition: str
+    solution: str
+    workload: str
+    trace_set_root: str | None
+
+
+class Call(_Message):
+    op: Literal["call"] = "call"
+    seed: int
+    repeat: int = Field(ge=1)
+    rng_seed: int | None
+    return_inputs: list[str]
+
+
+class Time(_Message):
+    """A timing loop: the first two calls' seeds; each later one comes in a ``Next``, one call ahead."""
+
+    op: Literal["time"] = "time"
+    iterations: int = Field(ge=1)
+    warmup: int = Field(ge=0)
+    seed: int
+    next_seed: int
+
+
+class Ship(_Message):
+    """Put the outputs of the call just reported done in the buffer."""
+
+    op: Literal["ship"] = "ship"
+
+
+class Next(_Message):
+    """Go on: the seed of the call after the next."""
+
+    op: Literal["next"] = "next"
+    seed: int
+
+
+ToWorker = Annotated[Stop | NewSlot | Load | Call | Time | Ship | Next, Field(discriminator="op")]
+_TO_WORKER: TypeAdapter[Any] = TypeAdapter(ToWorker)
+
+
+# --- worker -> judge: untrusted, strictly checked -------------------------------------------------------------
+
+
 class Ready(_Message):
-    op: Literal["ready"]
+    op: Literal["ready"] = "ready"
     isolation: str = Field(max_length=4096)
 
 
 class Built(_Message):
-    op: Literal["built"]
+    op: Literal["built"] = "built"
 
 
 class Failed(_Message):
-    op: Literal["failed"]
+    op: Literal["failed"] = "failed"
     status: Literal["INCORRECT_SHAPE", "INCORRECT_DTYPE", "INCORRECT_NUMERICAL", "RUNTIME_ERROR", "COMPILE_ERROR"]
     message: str
     healthy: bool
 
 
 class Called(_Message):
-    op: Literal["called"]
+    op: Literal["called"] = "called"
     wrote: list[Annotated[str, Field(max_length=256)]] = Field(max_length=1024)
 
 
 class Done(_Message):
-    op: Literal["done"]
+    op: Literal["done"] = "done"
     index: int = Field(ge=0)
 
 
 class Shipped(_Message):
-    op: Literal["shipped"]
+    op: Literal["shipped"] = "shipped"
     index: int = Field(ge=0)
 
 
 class Timed(_Message):
-    op: Literal["timed"]
+    op: Literal["timed"] = "timed"
     samples_ms: list[float] = Field(max_length=1 << 16)
     method: str = Field(max_length=64)
     setup_ms: list[float] = Field(max_length=1 << 16)
+    cache_policy: str = Field(max_length=64)
+    cuda_graph: bool
 
 
 FromWorker = Annotated[Ready | Built | Failed | Called | Done | Shipped | Timed, Field(discriminator="op")]
 _FROM_WORKER: TypeAdapter[Any] = TypeAdapter(FromWorker)
 
+
+_M = TypeVar("_M", bound=_Message)
 
 #: How a WorkerGone for a closed channel begins: the parent replaces it with the worker's exit status.
 CHANNEL_CLOSED = "the worker closed its channel"
@@ -79,8 +148,8 @@ class WorkerGone(Exception):
     """The worker died, closed its channel or broke the protocol: its item is a RUNTIME_ERROR."""
 
 
-def encode(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, allow_nan=False, separators=(",", ":")).encode()
+def encode(message: _Message) -> bytes:
+    return json.dumps(message.model_dump(), allow_nan=False, separators=(",", ":")).encode()
 
 
 class WorkerChannel:
@@ -91,7 +160,7 @@ class WorkerChannel:
         #: The worker said its device context may be broken after a failure: retire it.
         self.unhealthy = False
 
-    def send(self, **message: Any) -> None:
+    def send(self, message: _Message) -> None:
         try:
             self.conn.send_bytes(encode(message))
         except (OSError, ValueError):
@@ -103,7 +172,7 @@ class WorkerChannel:
         except OSError:
             raise WorkerGone(CHANNEL_CLOSED) from None
 
-    def receive(self, *expected: str) -> Any:
+    def receive(self, *expected: type[_M]) -> _M:
         """The next message, which must be one of ``expected`` (a ``failed`` one raises CallFailed)."""
         try:
             raw = self.conn.recv_bytes(MAX_MESSAGE_BYTES)
@@ -118,8 +187,9 @@ class WorkerChannel:
         if isinstance(message, Failed):
             self.unhealthy = self.unhealthy or not message.healthy
             raise CallFailed(EvaluationStatus(message.status), message.message[:MAX_FAILURE_CHARS])
-        if message.op not in expected:
-            raise WorkerGone(f"the worker broke the protocol: sent '{message.op}' where {list(expected)} was due")
+        if not isinstance(message, expected):
+            due = [kind.model_fields["op"].default for kind in expected]
+            raise WorkerGone(f"the worker broke the protocol: sent '{message.op}' where {due} was due")
         if isinstance(message, Timed) and not all(math.isfinite(s) for s in (*message.samples_ms, *message.setup_ms)):
             raise WorkerGone("the worker broke the protocol: a timing sample is not finite")
         return message
@@ -134,11 +204,11 @@ class JudgeChannel:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
-    def send(self, **message: Any) -> None:
+    def send(self, message: _Message) -> None:
         self.conn.send_bytes(encode(message))
 
-    def receive(self) -> dict[str, Any]:
-        return json.loads(self.conn.recv_bytes())
+    def receive(self) -> Stop | NewSlot | Load | Call | Time | Ship | Next:
+        return _TO_WORKER.validate_json(self.conn.recv_bytes())
 
     def receive_fd(self) -> int:
         return recv_handle(self.conn)

@@ -1,11 +1,12 @@
 """What the parent and a judge process send each other: plain, picklable data between trusted processes.
 
-Workers (where solution code runs) never see these: a judge talks to its worker over runner/wire.py.
+Workers (where solution code runs) never see these: a judge talks to its worker over wire/judge_worker.py.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.data import Correctness, Definition, EvaluationStatus, Performance, Solution, Workload
@@ -14,6 +15,18 @@ from flashinfer_bench.data import Correctness, Definition, EvaluationStatus, Per
 #: of at most this many bytes; the parent groups work so that one group's baselines fit (bench/runner/grouping.py).
 MAX_WORKLOADS_PER_GROUP = 8
 BASELINE_BYTES_KEPT = 1 << 30
+
+
+@dataclass(frozen=True)
+class ReferenceTiming:
+    """The reference's time on one workload, measured once per run by the judge that first needs it (with the loop
+    that times solutions, harness.py) and reused for the workload's other items, on any device of the run."""
+
+    latency_ms: float
+    #: The 95% interval of the median, over every sample.
+    ci95_ms: tuple[float, float] | None
+    #: How it was timed (wire/claims.py ``TimingClaim.conditions``).
+    conditions: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -29,7 +42,7 @@ class WorkItem:
     evaluator: str = "flashinfer_bench.bench.evaluators.default:DefaultEvaluator"
     profile_baseline: bool = True
     #: Known from an earlier item of the same workload; None means the judge measures it (if profiling).
-    reference_latency_ms: float | None = None
+    reference: ReferenceTiming | None = None
     #: The run's secret, from which the judge derives every input seed; it never reaches a worker.
     secret: int = 0
 
@@ -62,7 +75,7 @@ READY = "ready"  # payload: environment dict {"hardware": str, "libs": {...}}
 WORKER_READY = "worker_ready"  # payload: how the worker is isolated (one line), after ATTACH
 WORKER_FAILED = "worker_failed"  # payload: why the attached worker did not start
 BUILT = "built"  # the solution is built; the evaluation's timeout starts now
-BASELINE = "baseline"  # payload: reference latency in ms (or None), sent before the solution runs
+BASELINE = "baseline"  # payload: ReferenceTiming (or None), sent before the solution runs
 RESULT = "result"  # payload: WorkOutcome
 # parent -> judge
 ATTACH = "attach"  # followed by the fd of the judge's end of a new worker's channel (SCM_RIGHTS)

@@ -1,7 +1,7 @@
-"""The worker process: the only place where solution code runs, inside the sandbox (runner/sandbox.py).
+"""The worker process: the only place where solution code runs, inside the sandbox (worker/sandbox/).
 
 A worker owns one device. It builds solutions (through the content-addressed build cache) and answers its
-judge's requests over a JSON channel (runner/wire.py): draw the inputs of a seed and call the solution, or run
+judge's requests over a JSON channel (wire/judge_worker.py): draw the inputs of a seed and call the solution, or run
 a timing loop the judge steers. It never sees the reference, the reference's outputs or the run's secret, and
 nothing it says is a verdict.
 """
@@ -25,7 +25,25 @@ from flashinfer_bench.bench.process_setup import (
 )
 from flashinfer_bench.bench.slot import Slot
 from flashinfer_bench.bench.wire.failures import CallFailed, failure_of
-from flashinfer_bench.bench.wire.judge_worker import MAX_FAILURE_CHARS, JudgeChannel
+from flashinfer_bench.bench.wire.judge_worker import (
+    MAX_FAILURE_CHARS,
+    Built,
+    Call,
+    Called,
+    Done,
+    Failed,
+    JudgeChannel,
+    Load,
+    NewSlot,
+    Next,
+    Ready,
+    Ship,
+    Shipped,
+    Stop,
+    Time,
+    Timed,
+    ToWorker,
+)
 from flashinfer_bench.bench.worker.sandbox import SandboxError, SandboxPolicy, enter_sandbox
 from flashinfer_bench.bench.worker.torch_state import preserved_torch_state
 
@@ -38,14 +56,14 @@ class WireExchange:
         self.pending_seed: int | None = None
 
     def done(self, index: int) -> None:
-        self.channel.send(op="done", index=index)
+        self.channel.send(Done(index=index))
 
     def ship_asked(self) -> bool:
-        return self._answer() == "ship"
+        return isinstance(self._answer(), Ship)
 
     def shipped(self, index: int) -> None:
-        self.channel.send(op="shipped", index=index)
-        if self._answer() != "next":
+        self.channel.send(Shipped(index=index))
+        if not isinstance(self._answer(), Next):
             raise RuntimeError("the judge gave no seed after the outputs were shipped")
 
     def next_seed(self) -> int:
@@ -54,11 +72,11 @@ class WireExchange:
             raise RuntimeError("the judge gave no seed for the call after next")
         return seed
 
-    def _answer(self) -> str:
+    def _answer(self) -> ToWorker:
         answer = self.channel.receive()
-        if answer["op"] == "next":
-            self.pending_seed = int(answer["seed"])
-        return answer["op"]
+        if isinstance(answer, Next):
+            self.pending_seed = answer.seed
+        return answer
 
 
 class Worker:
@@ -74,63 +92,61 @@ class Worker:
 
     def serve(self, isolation: str) -> None:
         prepare_device(self.device)
-        self.channel.send(op="ready", isolation=isolation)
+        self.channel.send(Ready(isolation=isolation))
         while True:
             request = self.channel.receive()
-            op = request["op"]
-            if op == "stop":
+            if isinstance(request, Stop):
                 return
-            if op == "slot":
+            if isinstance(request, NewSlot):
                 if self.slot is not None:
                     self.slot.close()
-                self.slot = Slot.open(self.channel.receive_fd(), int(request["size"]))
+                self.slot = Slot.open(self.channel.receive_fd(), request.size)
                 if self.device.startswith("cuda"):
                     self.slot.pin()
                 continue
-            if op == "load":
+            if isinstance(request, Load):
                 self._set_log(self.channel.receive_fd())
             with capture_fds(self.log_fd), preserved_torch_state():
                 try:
-                    self.handle(op, request)
+                    self.handle(request)
                 except BaseException as exc:  # noqa: BLE001 - solution code may raise anything, SystemExit too
                     if isinstance(exc, (KeyboardInterrupt, EOFError, BrokenPipeError)):
                         raise
                     failure = failure_of(exc)
-                    self.channel.send(op="failed", status=failure.status.value,
-                                      message=failure.message[-MAX_FAILURE_CHARS:],
-                                      healthy=device_is_healthy(self.device))
+                    self.channel.send(Failed(status=failure.status.value, message=failure.message[-MAX_FAILURE_CHARS:],
+                                             healthy=device_is_healthy(self.device)))
 
     def _set_log(self, fd: int) -> None:
         if self.log_fd is not None:
             os.close(self.log_fd)
         self.log_fd = fd
 
-    def handle(self, op: str, request: dict[str, Any]) -> None:
-        if op == "load":
+    def handle(self, request: ToWorker) -> None:
+        if isinstance(request, Load):
             self.load(request)
-            self.channel.send(op="built")
+            self.channel.send(Built())
             return
         if self.harness is None or self.slot is None:
-            raise RuntimeError(f"'{op}' before a solution and a buffer were given")
-        if op == "call":
-            wrote = self.harness.call(int(request["seed"]), self.slot, repeat=int(request["repeat"]),
-                                      rng_seed=request["rng_seed"], return_inputs=list(request["return_inputs"]))
-            self.channel.send(op="called", wrote=wrote)
-        elif op == "time":
-            seeds = (int(request["seed"]), int(request["next_seed"]))
-            claim = self.harness.time(int(request["iterations"]), int(request["warmup"]), seeds,
+            raise RuntimeError(f"'{request.op}' before a solution and a buffer were given")
+        if isinstance(request, Call):
+            wrote = self.harness.call(request.seed, self.slot, repeat=request.repeat, rng_seed=request.rng_seed,
+                                      return_inputs=request.return_inputs)
+            self.channel.send(Called(wrote=wrote))
+        elif isinstance(request, Time):
+            claim = self.harness.time(request.iterations, request.warmup, (request.seed, request.next_seed),
                                       WireExchange(self.channel), self.slot)
-            self.channel.send(op="timed", samples_ms=claim.samples_ms, method=claim.method, setup_ms=claim.setup_ms)
+            self.channel.send(Timed(samples_ms=claim.samples_ms, method=claim.method, setup_ms=claim.setup_ms,
+                                    cache_policy=claim.cache_policy, cuda_graph=claim.cuda_graph))
         else:
-            raise RuntimeError(f"unknown request '{op}'")
+            raise RuntimeError(f"request '{request.op}' out of turn")
 
-    def load(self, request: dict[str, Any]) -> None:
+    def load(self, request: Load) -> None:
         from flashinfer_bench.data import Definition, Workload
 
-        definition = Definition.model_validate_json(request["definition"])
-        workload = Workload.model_validate_json(request["workload"])
-        callee = ZeroFilling(len(definition.inputs)) if request["calibration"] else self.build(request["solution"])
-        self.harness = Harness(definition, workload, self.device, request["trace_set_root"], callee)
+        definition = Definition.model_validate_json(request.definition)
+        workload = Workload.model_validate_json(request.workload)
+        callee = ZeroFilling(len(definition.inputs)) if request.calibration else self.build(request.solution)
+        self.harness = Harness(definition, workload, self.device, request.trace_set_root, callee)
 
     def build(self, solution_json: str) -> Any:
         """The solution's runnable, built once per process (or taken from the build cache)."""
@@ -180,8 +196,7 @@ def worker_main(conn: Connection, device: str, cache_root: Path, scratch: Path, 
     try:
         isolation = enter_sandbox(policy)
     except SandboxError as exc:
-        channel.send(op="failed", status="RUNTIME_ERROR", message=f"the sandbox could not be set up: {exc}",
-                     healthy=False)
+        channel.send(Failed(status="RUNTIME_ERROR", message=f"the sandbox could not be set up: {exc}", healthy=False))
         return
     write_into(scratch)
     try:

@@ -3,8 +3,8 @@
 import torch
 
 from flashinfer_bench.bench.evaluators.evaluator import Baseline
-from flashinfer_bench.bench.judge.main import Judge, tensor_bytes
 from flashinfer_bench.bench.judge import main as judge
+from flashinfer_bench.bench.judge.main import Judge, tensor_bytes
 
 
 def baseline(mib: int) -> Baseline:

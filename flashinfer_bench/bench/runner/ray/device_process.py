@@ -15,7 +15,6 @@ import contextlib
 import os
 import sys
 import traceback
-from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
@@ -25,27 +24,24 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from flashinfer_bench.bench.runner.device_slot import DeviceSlot
     from flashinfer_bench.bench.runner.ray.protocol import ItemReport
-    from flashinfer_bench.bench.wire.parent_judge import WorkItem
+    from flashinfer_bench.bench.runner.run_state import ReferenceTimings
+    from flashinfer_bench.bench.wire.parent_judge import ReferenceTiming, WorkItem
 
 
 def evaluate(slot: DeviceSlot, item: WorkItem, index: int, log_path: str, timeout: float,
-             latencies: dict[tuple[str, str], float]) -> ItemReport:
-    """One item through ``slot``, as ProcessRunner does it: the reference latency known for its workload is reused,
+             references: ReferenceTimings) -> ItemReport:
+    """One item through ``slot``, as ProcessRunner does it: the reference's timing known for its workload is reused,
     its output is captured to ``log_path`` and read back bounded."""
-    from flashinfer_bench.bench.capture import read_bounded
+    from flashinfer_bench.bench.capture import take_captured
     from flashinfer_bench.bench.runner.ray.protocol import ItemReport
 
-    known = latencies.get(item.workload_key)
-    item = replace(item, reference_latency_ms=known if known is not None else item.reference_latency_ms)
-    measured: list[float | None] = []
-    outcome, environment = slot.run(item, log_path, timeout, measured.append)
-    reference = next((latency for latency in measured if latency is not None), None)
-    if reference is not None:
-        latencies.setdefault(item.workload_key, reference)
-    captured = read_bounded(log_path)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(log_path)
-    return ItemReport(index, outcome, environment, captured, reference, slot.isolation())
+    item = references.fill(item)
+    measured: list[ReferenceTiming] = []
+    outcome, environment = slot.run(item, log_path, timeout,
+                                    lambda timing: measured.append(timing) if timing is not None else None)
+    reference = measured[0] if measured else None
+    references.learn(item, reference)
+    return ItemReport(index, outcome, environment, take_captured(log_path), reference, slot.isolation())
 
 
 def serve(conn: Connection) -> None:
@@ -64,7 +60,9 @@ def serve(conn: Connection) -> None:
     config: DeviceConfig = conn.recv()
     policy = worker_policy(hidden=[config.log_dir, *config.hidden])
     slot = DeviceSlot(config.device, resolve_cache_root(None), policy, items_per_worker=config.items_per_worker)
-    latencies: dict[tuple[str, str], float] = {}
+    from flashinfer_bench.bench.runner.run_state import ReferenceTimings
+
+    references = ReferenceTimings()
     log_path = os.path.join(config.log_dir, "item.log")
     try:
         conn.send((READY, slot.environment()))
@@ -75,7 +73,7 @@ def serve(conn: Connection) -> None:
             if tag != GROUP:
                 raise ValueError(f"expected {GROUP!r} or {STOP!r} from the host, got {tag!r}")
             for index, item in enumerate(payload):
-                conn.send((VERDICT, evaluate(slot, item, index, log_path, config.timeout_seconds, latencies)))
+                conn.send((VERDICT, evaluate(slot, item, index, log_path, config.timeout_seconds, references)))
             conn.send((GROUP_DONE, None))
     finally:
         slot.close()

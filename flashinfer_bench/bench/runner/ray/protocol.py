@@ -1,5 +1,5 @@
 """What the Ray runner's processes send each other: plain, picklable data between trusted processes (the driver,
-a DeviceHost actor, its device process). Workers never see any of it (they talk to their judge: runner/wire.py).
+a DeviceHost actor, its device process). Workers never see any of it (they talk to their judge: wire/judge_worker.py).
 """
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from flashinfer_bench.bench.wire.parent_judge import WorkOutcome
+from flashinfer_bench.bench.wire.parent_judge import ReferenceTiming, WorkOutcome
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,8 @@ class ItemReport:
     outcome: WorkOutcome
     environment: dict[str, Any]
     captured_output: str
-    #: The reference's latency on this item's workload, for the items of that workload still to come elsewhere.
-    reference_latency_ms: float | None
+    #: The reference's timing on this item's workload, for the items of that workload still to come elsewhere.
+    reference: ReferenceTiming | None
     #: How the worker that ran the item is isolated (one line), once one was attached.
     isolation: str | None
 

@@ -19,7 +19,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from flashinfer_bench.bench.config import BenchmarkConfig
@@ -35,7 +35,7 @@ from flashinfer_bench.bench.runner.ray.cluster import (
     one_line,
 )
 from flashinfer_bench.bench.runner.ray.protocol import HostInfo, ItemReport
-from flashinfer_bench.bench.seeds import new_run_secret
+from flashinfer_bench.bench.runner.run_state import RunState
 from flashinfer_bench.bench.wire.parent_judge import WorkItem, WorkOutcome
 from flashinfer_bench.data import EvaluationStatus
 
@@ -84,9 +84,7 @@ class RayRunner(Runner):
         #: Verdicts reported per node id, and hosts lost during the run.
         self.evaluations_by_node: Counter[str] = Counter()
         self.hosts_lost = 0
-        #: Every input seed of this run derives from it; it goes to judges only.
-        self.secret = new_run_secret()
-        self.reference_latency: dict[tuple[str, str], float] = {}
+        self.state = RunState()
         self._losses: Counter[tuple[str, str, str]] = Counter()
         self._failed_starts: Counter[str] = Counter()
         self._refused_nodes: set[str] = set()
@@ -241,7 +239,7 @@ class RayRunner(Runner):
         """Run ``group`` on ``host``, reporting each verdict; returns what is left of it if the host is lost."""
         import ray
 
-        items = [replace(item, secret=self.secret, reference_latency_ms=self._known_latency(item)) for item in group]
+        items = [self.state.prepare(item) for item in group]
         refs = self._blobs.acquire(items)
         reported = 0
         host.busy = True
@@ -258,19 +256,13 @@ class RayRunner(Runner):
             host.busy = False
             self._blobs.release(refs)
 
-    def _known_latency(self, item: WorkItem) -> float | None:
-        with self._lock:
-            known = self.reference_latency.get(item.workload_key)
-        return known if known is not None else item.reference_latency_ms
-
     def _report(self, host: Host, item: WorkItem, report: ItemReport, on_verdict: OnVerdict) -> None:
         if report.isolation is not None and not report.isolation.startswith("full isolation"):
             self._warn_once(f"solution code runs with {report.isolation} (node {host.node.address})")
         with self._lock:
             if self._stopping:
                 return
-            if report.reference_latency_ms is not None:
-                self.reference_latency.setdefault(item.workload_key, report.reference_latency_ms)
+            self.state.references.learn(item, report.reference)
             self.evaluations_by_node[host.node.node_id] += 1
             on_verdict(Verdict(item, report.outcome, report.environment, report.captured_output))
 
@@ -296,7 +288,7 @@ class RayRunner(Runner):
             f"{MAX_HOST_LOSSES} device hosts were lost while this evaluation ran on them (their nodes died, or the "
             f"hosts were killed: out of memory, say); the last: {one_line(exc)}"))
         report = ItemReport(reported, outcome, host.info.environment, "", None, None)
-        self._report(host, replace(item, secret=self.secret), report, on_verdict)
+        self._report(host, self.state.prepare(item), report, on_verdict)
         return group[reported + 1:]
 
     def _warn_once(self, message: str) -> None:
