@@ -1,4 +1,5 @@
-"""Runners: where solution code runs (worker processes), and how their verdicts come back.
+"""The parent's side of a run: runners that start a judge and its workers per device (locally, or on a Ray
+cluster), hand them work items in groups and report each verdict as it comes back.
 
 Names are imported on first use, so that ``runner.server`` can start the worker server from a process that
 has imported nothing heavy yet.
