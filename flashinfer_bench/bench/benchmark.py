@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any, Protocol
@@ -132,13 +133,19 @@ class Benchmark:
         return runnable, refused
 
     def run_all(self, save_results: bool = True, *, resume: bool = False) -> TraceSet:
+        """Evaluate every item; each verdict becomes a trace the moment it exists. Interrupted (KeyboardInterrupt,
+        Ctrl-C), the run records nothing more: the items then running are stopped with the runner, and what they
+        would report (a judge or worker stopped under them) is no verdict, so ``resume`` runs them again."""
         items = self.work_items(resume=resume)
         result = self.trace_set.copy()
         persist = save_results and result.root is not None
+        interrupted = threading.Event()
         if self.progress:
             self.progress.start(len(items))
 
         def record(verdict: Verdict) -> None:
+            if interrupted.is_set():
+                return
             trace = make_trace(verdict)
             result.add_trace(trace, persist=persist)
             if self.progress:
@@ -149,7 +156,11 @@ class Benchmark:
             record(verdict)
         if runnable:
             with self.runner_factory(self.config) as runner:
-                runner.run(group_items(runnable, runner.parallelism), record)
+                try:
+                    runner.run(group_items(runnable, runner.parallelism), record)
+                except KeyboardInterrupt:
+                    interrupted.set()  # before the runner is closed under the items in flight
+                    raise
         if self.progress:
             self.progress.finish()
         return result

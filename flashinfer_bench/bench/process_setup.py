@@ -93,6 +93,15 @@ def device_is_healthy(device: str) -> bool:
         return False
 
 
+def leave_interrupts_to_the_parent() -> None:
+    """Ignore SIGINT. Ctrl-C reaches every process of the terminal's foreground group, judges included; a judge
+    that died of it would look to the parent like a judge that failed its item. The parent alone handles the
+    interrupt: it stops recording verdicts, then stops its judges and workers (bench/benchmark.py)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def die_with_parent() -> None:
     """On Linux, have the kernel SIGKILL this process when the process that started it exits.
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
 
 EXIT_PROBLEMS_FOUND = 1
 EXIT_BAD_INPUT = 2
+#: As a shell reports a process ended by SIGINT.
+EXIT_INTERRUPTED = 130
 
 #: CLI flag -> BenchmarkConfig field
 RUN_OVERRIDES = {
@@ -164,8 +168,26 @@ def load_config(args: argparse.Namespace) -> BenchmarkConfig:
     return BenchmarkConfig.default(**overrides)
 
 
+def stop_at_once_on_a_second_interrupt() -> None:
+    """The first Ctrl-C stops the run cleanly (a KeyboardInterrupt: no verdict is recorded after it, and the judges
+    and workers are stopped, which can take seconds); a second one ends this process at once. Nothing is half
+    written either way: every trace line is one append, and none is made after the first."""
+
+    def second(signum: int, frame: object) -> None:
+        os.write(2, b"interrupted again: stopped at once; traces already written are kept\n")
+        os._exit(EXIT_INTERRUPTED)
+
+    def first(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGINT, second)
+        os.write(2, b"interrupted: stopping the run (Ctrl-C again to stop at once)\n")
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, first)
+
+
 def command_run(args: argparse.Namespace, console: Console) -> int:
     logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
+    stop_at_once_on_a_second_interrupt()
     config = load_config(args)
     if config.cluster_address() is None:
         from flashinfer_bench.bench.runner.server import start_worker_server
@@ -352,8 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print("interrupted: traces already written are kept", file=sys.stderr)
-        return 130
+        print("interrupted: traces already written are kept; `--resume` runs what has no verdict", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from flashinfer_bench.bench.process_setup import (
     describe_environment,
     device_is_healthy,
     die_with_parent,
+    leave_interrupts_to_the_parent,
     make_undumpable,
     prepare_device,
     profiled,
@@ -215,10 +216,11 @@ class Judge:
 
 def judge_main(conn: Connection, device: str) -> None:
     """Process entry point."""
+    leave_interrupts_to_the_parent()
     die_with_parent()
     make_undumpable()
     try:
         with profiled("judge"):
             Judge(conn, device).serve()
-    except (EOFError, KeyboardInterrupt, BrokenPipeError):
+    except (EOFError, KeyboardInterrupt, ConnectionError):  # the parent is gone
         pass

@@ -62,6 +62,9 @@ class DeviceSlot:
         self.active_key: tuple[str, str] | None = None
         self.spare: WorkerProcess | None = self._new_worker()
         self.retiring: list[Retirement] = []
+        #: ``close`` may come from another thread while an item runs (an interrupted run): the retirements
+        #: are the state both touch.
+        self._retiring_lock = threading.Lock()
 
     def _new_worker(self) -> WorkerProcess:
         return WorkerProcess(self.device, self.cache_root, self.policy)
@@ -126,16 +129,19 @@ class DeviceSlot:
         if self.judge is not None:
             self.judge.detach()
         if self.active is not None:
-            self.retiring.append(Retirement(self.active, self.active_solution, self.active_key))
+            with self._retiring_lock:
+                self.retiring.append(Retirement(self.active, self.active_solution, self.active_key))
         self.active = self.active_solution = self.active_key = None
 
     def _wait_retired(self, key: tuple[str, str] | None) -> None:
         """Forget the retirements that are over, and wait for those of solution ``key`` (None: all of them)."""
-        for retirement in list(self.retiring):
+        with self._retiring_lock:
+            retirements = list(self.retiring)
+        for retirement in retirements:
             if key is None or retirement.key == key:
                 retirement.wait()
-            if not retirement.thread.is_alive():
-                self.retiring.remove(retirement)
+        with self._retiring_lock:
+            self.retiring = [r for r in self.retiring if r.thread.is_alive()]
 
     def close(self) -> None:
         if self.judge is not None:

@@ -40,6 +40,8 @@ class ProcessRunner(Runner):
         self._announced: set[str] = set()
         self.state = RunState()
         self._lock = threading.Lock()
+        #: Set by ``close``: serving threads take no further item (an interrupted run closes while they run).
+        self._closing = threading.Event()
 
     @property
     def parallelism(self) -> int:
@@ -53,12 +55,14 @@ class ProcessRunner(Runner):
 
         def serve(slot: DeviceSlot) -> None:
             try:
-                while True:
+                while not self._closing.is_set():
                     try:
                         group = pending.get_nowait()
                     except queue.Empty:
                         return
                     for item in group:
+                        if self._closing.is_set():
+                            return
                         self._run_one(slot, item, on_verdict)
             except BaseException as exc:  # noqa: BLE001 - surfaced in the calling thread below
                 errors.append(exc)
@@ -91,6 +95,7 @@ class ProcessRunner(Runner):
             logger.warning("solution code runs with %s", isolation)
 
     def close(self) -> None:
+        self._closing.set()
         for slot in self.slots:
             slot.close()
         shutil.rmtree(self._log_dir, ignore_errors=True)

@@ -19,6 +19,7 @@ from flashinfer_bench.bench.capture import capture_fds
 from flashinfer_bench.bench.harness import Harness
 from flashinfer_bench.bench.process_setup import (
     device_is_healthy,
+    leave_interrupts_to_the_parent,
     prepare_device,
     profiled,
     release_forkserver,
@@ -110,7 +111,7 @@ class Worker:
                 try:
                     self.handle(request)
                 except BaseException as exc:  # noqa: BLE001 - solution code may raise anything, SystemExit too
-                    if isinstance(exc, (KeyboardInterrupt, EOFError, BrokenPipeError)):
+                    if isinstance(exc, (KeyboardInterrupt, EOFError, ConnectionError)):
                         raise
                     failure = failure_of(exc)
                     self.channel.send(Failed(status=failure.status.value, message=failure.message[-MAX_FAILURE_CHARS:],
@@ -191,6 +192,7 @@ def write_into(scratch: Path) -> None:
 
 def worker_main(conn: Connection, device: str, cache_root: Path, scratch: Path, policy: SandboxPolicy) -> None:
     """Process entry point: into the sandbox first (this process becomes its waiter; a new one goes on)."""
+    leave_interrupts_to_the_parent()
     release_forkserver()
     channel = JudgeChannel(conn)
     try:
@@ -202,5 +204,5 @@ def worker_main(conn: Connection, device: str, cache_root: Path, scratch: Path, 
     try:
         with profiled("worker"):
             Worker(channel, device, cache_root, scratch).serve(isolation.describe())
-    except (EOFError, KeyboardInterrupt, BrokenPipeError):
+    except (EOFError, KeyboardInterrupt, ConnectionError):  # the judge (or the parent) is gone
         pass
