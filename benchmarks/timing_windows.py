@@ -60,7 +60,8 @@ def main() -> None:
         print(f"{args.solution} on {dict(workload.axes)}, {device}; clock floor {floor}")
         for session in range(args.sessions):
             lengthened.clear()
-            schedule = TimedSchedule(ctx, ("timed", session), cfg.warmup_runs, cfg.iterations, 0.125)
+            schedule = TimedSchedule(ctx, ("timed", session), cfg.warmup_runs, cfg.iterations, 0.125,
+                                     handle.host_watch())
             claim = handle.time(cfg.iterations, cfg.warmup_runs, schedule)
             for _ in schedule.picked_inputs():  # the judge's own draw times, as judge_picked takes them
                 pass
@@ -70,7 +71,7 @@ def main() -> None:
                   f"{statistics.median(windows):.4f} ms, max {max(windows):.3f}; warm-up windows "
                   f"{' '.join(f'{w:.2f}' for w in schedule.wall_ms[:cfg.warmup_runs])}; lead-in lengthened (late "
                   f"us, extra us) {[(round(a / 1e3, 1), round(b / 1e3, 1)) for a, b in lengthened]}; recorded "
-                  f"{judged.latency_ms:.4f} ms{'' if not judged.notes else ' (claim not believed)'}")
+                  f"{judged.latency_ms:.4f} ms{'' if judged.samples_ms else ' (claim not believed)'}")
 
 if __name__ == "__main__":
     main()

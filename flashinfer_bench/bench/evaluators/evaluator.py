@@ -124,6 +124,9 @@ def timing_extra(sessions: list[SessionLatency], cfg: ResolvedEvalConfig, setup_
         extra[key.SETUP_LATENCY_MS] = setup_ms
     if sessions:
         extra[key.TIMING_CONDITIONS] = dict(sessions[0].conditions)
+        busiest = max(s.busy_fraction for s in sessions)
+        if busiest > 0:
+            extra[key.HOST_BUSY_FRACTION] = round(busiest, 4)
     if reference is not None:
         if reference.ci95_ms is not None:
             extra[key.REFERENCE_CI95_MS] = list(reference.ci95_ms)
@@ -281,7 +284,8 @@ class Evaluator(ABC):
         floor = solution.clock_floor()
         for session in range(cfg.num_trials):
             check = cls.timed_check(ctx, baseline)
-            schedule = TimedSchedule(ctx, ("timed", session), cfg.warmup_runs, cfg.iterations, check.probability)
+            schedule = TimedSchedule(ctx, ("timed", session), cfg.warmup_runs, cfg.iterations, check.probability,
+                                     solution.host_watch())
             claim = solution.time(cfg.iterations, cfg.warmup_runs, schedule)
             failure = schedule.judge_picked(check)
             if failure is not None and not failure.passed:

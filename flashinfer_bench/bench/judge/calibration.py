@@ -20,7 +20,7 @@ def calibrate(ctx: EvaluationContext, noop: SolutionHandle) -> ClockFloor:
     process no solution code has run in, so none can make the floor look higher than it is)."""
     warmup = min(CALIBRATION_WARMUP, ctx.config.warmup_runs)
     calls = min(CALIBRATION_CALLS, ctx.config.iterations)
-    schedule = TimedSchedule(ctx, ("calibration",), warmup, calls, CALIBRATION_PICK_PROBABILITY)
+    schedule = TimedSchedule(ctx, ("calibration",), warmup, calls, CALIBRATION_PICK_PROBABILITY, noop.host_watch())
     noop.time(calls, warmup, schedule)
     for _ in schedule.picked_inputs():  # the judge's own draw times, to subtract
         pass

@@ -1,12 +1,14 @@
 """The judge's own clock: what the harness costs per call (``ClockFloor``) and what copying outputs costs here.
 
 These are the known costs the judge subtracts from a call's wall time before comparing what is left with a timing
-claim (judge/schedule.py).
+claim (judge/schedule.py), and what a busy host adds to it (``HostWatch``).
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import threading
 import time
 from dataclasses import dataclass
 
@@ -45,3 +47,107 @@ def copy_out_ms(nbytes: int, device: str) -> float:
         synchronize(device)
         best = min(best, (time.perf_counter() - start) * 1e3)
     return best
+
+
+#: The share of a session's wall time the judge's correction for a busy host may take out at most: beyond it the
+#: host is so busy that what is left of the clock means little, and the correction stops.
+MAX_BUSY_FRACTION = 0.9
+
+
+@dataclass(frozen=True)
+class HostReading:
+    """Cumulative scheduler times (ns) at one moment (``at``, ``time.perf_counter``)."""
+
+    at: float
+    #: The worker's calling thread (its main thread), ready to run but waiting for a CPU.
+    worker_waiting_ns: int
+    #: The worker's process, running: the larger of its live threads' times (schedstat, ns) and its own CPU time
+    #: (/proc/<pid>/stat, which keeps the threads that have ended, in clock ticks).
+    worker_running_ns: int
+    #: The judge's own thread, ready to run but waiting for a CPU.
+    judge_waiting_ns: int
+
+
+def _cpu_time_ns(pid: int) -> int:
+    """The user and system time of ``pid``'s whole process, threads that have ended included (0 if unreadable)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _schedstat(path: str) -> tuple[int, int] | None:
+    """(running, waiting) ns of one thread, from its schedstat; None where the kernel does not keep it."""
+    try:
+        with open(path) as handle:
+            fields = handle.read().split()
+        return int(fields[0]), int(fields[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class HostWatch:
+    """How much a busy host held up a timing session: the time the thread that makes the solution's calls, and the
+    judge's own thread, were ready to run but waited for a CPU (run-queue delay, /proc/<pid>/task/<tid>/schedstat).
+
+    Such waits lengthen every window the judge clocks without being any call's work, so an honest solution on a busy
+    host would look like one that claims less than it does. Only the waits during which the worker's threads
+    together were not running count: a solution that keeps its calling thread waiting while its other threads
+    work gains nothing. (Processes a solution forks are not counted as running: a solution that keeps the CPUs
+    busy from a child to make its own calling thread wait could hide that much of its work; docs/security.md.)
+    ``worker_pid`` is the worker's pid as this process sees it; None: the calls run in this thread (LocalSolution).
+    """
+
+    def __init__(self, worker_pid: int | None) -> None:
+        self.worker_pid = worker_pid
+        self.judge_thread = f"/proc/self/task/{threading.get_native_id()}/schedstat"
+
+    def read(self) -> HostReading | None:
+        judge = _schedstat(self.judge_thread)
+        if judge is None:
+            return None
+        if self.worker_pid is None:
+            return HostReading(time.perf_counter(), 0, 0, judge[1])
+        worker = _schedstat(f"/proc/{self.worker_pid}/task/{self.worker_pid}/schedstat")
+        if worker is None:
+            return None
+        running = 0
+        try:
+            threads = os.listdir(f"/proc/{self.worker_pid}/task")
+        except OSError:
+            return None
+        for tid in threads:
+            stat = _schedstat(f"/proc/{self.worker_pid}/task/{tid}/schedstat")
+            running += stat[0] if stat is not None else 0
+        return HostReading(time.perf_counter(), worker[1], max(running, _cpu_time_ns(self.worker_pid)), judge[1])
+
+    def judge_waiting_ms(self) -> float:
+        stat = _schedstat(self.judge_thread)
+        return stat[1] / 1e6 if stat is not None else 0.0
+
+    @staticmethod
+    def busy_fraction(start: HostReading | None, end: HostReading | None) -> float:
+        """The share of the time from ``start`` to ``end`` that the host held up the calls or the judge."""
+        if start is None or end is None or end.at <= start.at:
+            return 0.0
+        wall = (end.at - start.at) * 1e9
+        worker_waiting = end.worker_waiting_ns - start.worker_waiting_ns
+        not_running = wall - (end.worker_running_ns - start.worker_running_ns)
+        held_up = min(worker_waiting, max(not_running, 0.0)) + (end.judge_waiting_ns - start.judge_waiting_ns)
+        return min(max(held_up / wall, 0.0), MAX_BUSY_FRACTION)
+
+
+def calling_process(waiter_pid: int | None) -> int | None:
+    """The process that makes a worker's calls, given the pid its parent knows (the sandbox's waiter): the waiter's
+    one child (pid 1 of the sandbox's namespace), or the waiter itself where no namespace was made. None where
+    neither can be read."""
+    if waiter_pid is None:
+        return None
+    try:
+        with open(f"/proc/{waiter_pid}/task/{waiter_pid}/children") as handle:
+            children = handle.read().split()
+    except OSError:
+        return None
+    return int(children[0]) if len(children) == 1 else waiter_pid

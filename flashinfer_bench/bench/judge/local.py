@@ -73,9 +73,11 @@ class LocalSolution(SolutionHandle):
                 return schedule.next_seed()
 
         try:
-            return self.harness.time(iterations, warmup, schedule.opening_seeds(), Direct(), slot)
+            claim = self.harness.time(iterations, warmup, schedule.opening_seeds(), Direct(), slot)
         except Exception as exc:  # noqa: BLE001 - solution code may raise anything
             raise failure_of(exc) from None
+        schedule.finished()
+        return claim
 
 
 class UncheckedSchedule:
@@ -100,3 +102,6 @@ class UncheckedSchedule:
 
     def next_seed(self) -> int:
         return self._issue()
+
+    def finished(self) -> None:
+        pass

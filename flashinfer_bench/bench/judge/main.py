@@ -18,7 +18,7 @@ from typing import Any
 
 from flashinfer_bench.bench.capture import capture_fds
 from flashinfer_bench.bench.judge.calibration import calibrate
-from flashinfer_bench.bench.judge.clock import ClockFloor
+from flashinfer_bench.bench.judge.clock import ClockFloor, calling_process
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.remote import RemoteSolution, SlotKeeper
 from flashinfer_bench.bench.process_setup import (
@@ -69,6 +69,8 @@ class Judge:
         self.conn = conn
         self.device = device
         self.worker: WorkerChannel | None = None
+        #: The attached worker's calling process as this process sees it (judge/clock.py HostWatch).
+        self.worker_pid: int | None = None
         self.slots: SlotKeeper | None = None
         #: What the harness costs per call on this device (judge/schedule.py), measured in a worker before it
         #: loaded any solution, and when (time.monotonic()); measured again on a fresh worker once it is older
@@ -89,7 +91,7 @@ class Judge:
                 self.detach()
                 return
             if tag == protocol.ATTACH:
-                self.attach(recv_handle(self.conn))
+                self.attach(recv_handle(self.conn), payload)
             elif tag == protocol.DETACH:
                 self.detach()
             elif tag == protocol.EVALUATE:
@@ -98,7 +100,7 @@ class Judge:
                     outcome = self.evaluate(item, log_path)
                 self.conn.send((protocol.RESULT, outcome))
 
-    def attach(self, fd: int) -> None:
+    def attach(self, fd: int, waiter_pid: int | None) -> None:
         self.detach()
         channel = WorkerChannel(Connection(fd))
         try:
@@ -108,6 +110,7 @@ class Judge:
             self.conn.send((protocol.WORKER_FAILED, str(exc)))
             return
         self.worker, self.slots, self.worker_is_fresh = channel, SlotKeeper(channel), True
+        self.worker_pid = calling_process(waiter_pid)  # ready: the sandbox's pid 1 exists by now
         self.conn.send((protocol.WORKER_READY, ready.isolation))
 
     def detach(self) -> None:
@@ -141,7 +144,8 @@ class Judge:
         stale = self.floor is None or time.monotonic() - self.floor_measured_at > FLOOR_KEPT_S
         if stale and self.worker_is_fresh:  # no solution code has run in this worker yet
             self.load(worker, item, log_path, calibration=True)
-            self.floor, self.floor_measured_at = calibrate(ctx, RemoteSolution(ctx, worker, slots)), time.monotonic()
+            noop = RemoteSolution(ctx, worker, slots, None, self.worker_pid)
+            self.floor, self.floor_measured_at = calibrate(ctx, noop), time.monotonic()
         self.worker_is_fresh = False
         self.load(worker, item, log_path, calibration=False)
         self.conn.send((protocol.BUILT, None))
@@ -155,7 +159,7 @@ class Judge:
             baseline.reference_timing = item.reference
         self.conn.send((protocol.BASELINE, baseline.reference_timing))
         assert self.floor is not None  # the first worker attached was fresh, and calibrated above
-        solution = RemoteSolution(ctx, worker, slots, self.floor)
+        solution = RemoteSolution(ctx, worker, slots, self.floor, self.worker_pid)
         try:
             result = evaluator.check_correctness(ctx, solution, baseline)
             if not result.passed:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from flashinfer_bench.bench.judge.clock import ClockFloor
+from flashinfer_bench.bench.judge.clock import ClockFloor, HostWatch
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.solution import (
     CallResult,
@@ -33,11 +33,16 @@ from flashinfer_bench.bench.wire.judge_worker import (
 
 class RemoteSolution(SolutionHandle):
     def __init__(self, ctx: EvaluationContext, channel: WorkerChannel, slots: SlotKeeper,
-                 floor: ClockFloor | None = None) -> None:
+                 floor: ClockFloor | None = None, worker_pid: int | None = None) -> None:
         super().__init__(ctx)
         self.channel = channel
         self.slots = slots
         self.floor = floor
+        #: The worker's process (the one that makes the calls), as the judge sees it; None where unknown.
+        self.worker_pid = worker_pid
+
+    def host_watch(self) -> HostWatch:
+        return HostWatch(self.worker_pid) if self.worker_pid is not None else super().host_watch()
 
     def clock_floor(self) -> ClockFloor:
         """Measured by the judge in a worker before it loaded any solution (judge.py); None only for the handle
@@ -61,6 +66,7 @@ class RemoteSolution(SolutionHandle):
         while True:
             message = self.channel.receive(Done, Timed)
             if isinstance(message, Timed):
+                schedule.finished()
                 return TimingClaim(list(message.samples_ms), message.method, list(message.setup_ms),
                                    message.cache_policy, message.cuda_graph)
             if schedule.on_done(message.index):

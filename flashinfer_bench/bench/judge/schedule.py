@@ -46,7 +46,7 @@ from typing import Any, Protocol
 
 import torch
 
-from flashinfer_bench.bench.judge.clock import ClockFloor, copy_out_ms, synchronize
+from flashinfer_bench.bench.judge.clock import ClockFloor, HostReading, HostWatch, copy_out_ms, synchronize
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.slot import output_layouts, total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
@@ -90,6 +90,10 @@ SHIP_COPY_ALLOWANCE = 4.0
 #: A claim above the median wall time of a call (its window: previous call done to done) by more than this is
 #: impossible.
 IMPOSSIBLE_FACTOR, IMPOSSIBLE_SLACK_MS = 1.05, 0.05
+#: A session in which the host held up the calls or the judge for more than this share of the time says so in
+#: the trace's log (the clock was corrected for it: judge/clock.py HostWatch).
+NOTED_BUSY_FRACTION = 0.1
+
 
 @dataclass
 class PickedCall:
@@ -106,8 +110,12 @@ class TimedSchedule:
     picked calls are judged after the loop (``judge_picked``)."""
 
     def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...], warmup: int, iterations: int,
-                 probability: float) -> None:
+                 probability: float, watch: HostWatch | None = None) -> None:
         self.ctx, self.purpose, self.probability = ctx, purpose, probability
+        self.watch = watch
+        self.started: HostReading | None = None
+        #: The share of the loop's time the host held up the calls or the judge (set by ``finished``).
+        self.busy_fraction = 0.0
         self.warmup, self.calls = warmup, warmup + iterations
         self.random = secrets.SystemRandom()
         self.seeds: list[int] = []
@@ -128,8 +136,15 @@ class TimedSchedule:
     def opening_seeds(self) -> tuple[int, int]:
         """The first two calls' seeds; the first call's window opens now."""
         seeds = self._issue(), self._issue()
+        if self.watch is not None:
+            self.started = self.watch.read()
         self.window_opened = time.perf_counter()
         return seeds
+
+    def finished(self) -> None:
+        """The loop is over: how much the host held it up, which the windows are corrected for."""
+        if self.watch is not None:
+            self.busy_fraction = HostWatch.busy_fraction(self.started, self.watch.read())
 
     def next_seed(self) -> int:
         """The seed of the call after the next, for the answer to a call's "done"."""
@@ -157,10 +172,10 @@ class TimedSchedule:
         device = self.ctx.device
         for call in self.picked if picked is None else picked:
             synchronize(device)
-            start = time.perf_counter()
+            start, waited = time.perf_counter(), self._judge_waiting_ms()
             inputs = self.ctx.inputs(call.seed)
             synchronize(device)
-            self.draw_ms.append((time.perf_counter() - start) * 1e3)
+            self.draw_ms.append((time.perf_counter() - start) * 1e3 - (self._judge_waiting_ms() - waited))
             yield call, inputs
 
     def judge_picked(self, check: PickedCallCheck) -> Verdict | None:
@@ -183,17 +198,24 @@ class TimedSchedule:
     def _draw_ms(self) -> float:
         return median(self.draw_ms) if self.draw_ms else 0.0
 
+    def _judge_waiting_ms(self) -> float:
+        return self.watch.judge_waiting_ms() if self.watch is not None else 0.0
+
+    def _quiet(self, wall_ms: float) -> float:
+        """A time on the judge's clock less the busy host's share of it."""
+        return wall_ms * (1.0 - self.busy_fraction)
+
     def _windows_less_draw(self, draw: float) -> list[float]:
-        """Each timed call's window (every call's, if none was timed), less ``draw`` where its inputs were drawn
-        in it."""
+        """Each timed call's window (every call's, if none was timed), less the busy host's share and ``draw``
+        where its inputs were drawn in it."""
         calls = range(self.warmup, len(self.wall_ms)) if len(self.wall_ms) > self.warmup else range(len(self.wall_ms))
-        return [self.wall_ms[k] - (0.0 if self.after_shipping[k] else draw) for k in calls]
+        return [self._quiet(self.wall_ms[k]) - (0.0 if self.after_shipping[k] else draw) for k in calls]
 
     def floor(self) -> ClockFloor:
         """What this loop says the harness costs per call, when the callee did nothing (calibration)."""
         draw = self._draw_ms()
         per_call = median(self._windows_less_draw(draw))
-        ship = median(call.ship_ms for call in self.picked) - self.copy_ms - draw if self.picked else 0.0
+        ship = median(self._quiet(call.ship_ms) for call in self.picked) - self.copy_ms - draw if self.picked else 0.0
         return ClockFloor(max(per_call, 0.0), max(ship, 0.0))
 
     def latency(self, claim: TimingClaim, floor: ClockFloor) -> SessionLatency:
@@ -209,12 +231,12 @@ class TimedSchedule:
         claimed = median(samples)
         setup = median(claim.setup_ms) if claim.setup_ms else None
         claimed_work = claimed + (setup or 0.0)
-        wall = median(self.wall_ms[self.warmup:] or self.wall_ms)
+        wall = median(self.wall_ms[self.warmup:] or self.wall_ms)  # uncorrected: a busy host makes no claim impossible
         draw = self._draw_ms()
         copy = self.copy_ms
         in_wall = max(median(self._windows_less_draw(draw)) - floor.per_call_ms, 0.0)
         # Warm-up calls are checked but not clocked here: a first call's one-off costs are not a call's work.
-        shipping = [max(call.ship_ms - draw - floor.ship_ms - SHIP_COPY_ALLOWANCE * copy, 0.0)
+        shipping = [max(self._quiet(call.ship_ms) - draw - floor.ship_ms - SHIP_COPY_ALLOWANCE * copy, 0.0)
                     for call in self.picked if call.index >= self.warmup]
         while_shipping = median(shipping) if shipping else 0.0
         estimate = in_wall + while_shipping
@@ -234,11 +256,19 @@ class TimedSchedule:
             # and make an honest host-bound solution's latency jump from its claim to the whole window.
             recorded, what = least, f"the least the judge's clock allows ({least:.4f} ms)"
         else:
-            return SessionLatency(claimed, setup, [], list(samples), claim.conditions())
+            return SessionLatency(claimed, setup, self._busy_notes(), list(samples), claim.conditions(),
+                                  self.busy_fraction)
         with_setup = f" and {setup:.4f} ms of setup" if setup is not None else ""
         return SessionLatency(recorded, None, [
             f"timing: the solution's process claimed {claimed:.4f} ms per call{with_setup}, {why}; {clocked}; "
-            f"recorded {what} ({claim.method} claim not believed)"], [], claim.conditions())
+            f"recorded {what} ({claim.method} claim not believed)", *self._busy_notes()], [], claim.conditions(),
+            self.busy_fraction)
+
+    def _busy_notes(self) -> list[str]:
+        if self.busy_fraction <= NOTED_BUSY_FRACTION:
+            return []
+        return [f"timing: the host held up the calls or the judge for {self.busy_fraction:.0%} of the session "
+                "(waiting for a CPU); the judge's clock was corrected for it"]
 
 
 @dataclass(frozen=True)
@@ -256,5 +286,7 @@ class SessionLatency:
     #: reported (wire/claims.py).
     samples_ms: list[float]
     conditions: dict[str, object]
+    #: The share of the session's time a busy host held up the calls or the judge (judge/clock.py HostWatch).
+    busy_fraction: float = 0.0
 
 

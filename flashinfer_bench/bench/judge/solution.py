@@ -15,7 +15,7 @@ from typing import Protocol
 
 import torch
 
-from flashinfer_bench.bench.judge.clock import ClockFloor
+from flashinfer_bench.bench.judge.clock import ClockFloor, HostWatch
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.slot import Slot, input_layouts, output_layouts, total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
@@ -38,6 +38,7 @@ class Schedule(Protocol):
     def on_done(self, index: int) -> bool: ...
     def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...], asked_at: float, arrived_at: float) -> None: ...
     def next_seed(self) -> int: ...
+    def finished(self) -> None: ...
 
 
 def call_slot_bytes(ctx: EvaluationContext, repeat: int, return_inputs: Sequence[str]) -> int:
@@ -60,6 +61,10 @@ def read_call_result(ctx: EvaluationContext, slot: Slot, repeat: int, return_inp
 class SolutionHandle(ABC):
     def __init__(self, ctx: EvaluationContext) -> None:
         self.ctx = ctx
+
+    def host_watch(self) -> HostWatch:
+        """What tells the judge how much a busy host holds up this solution's calls (judge/clock.py)."""
+        return HostWatch(None)
 
     @abstractmethod
     def clock_floor(self) -> ClockFloor:

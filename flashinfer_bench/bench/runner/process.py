@@ -128,7 +128,7 @@ class JudgeProcess:
         """Hand ``worker``'s channel to the judge and wait until the worker is ready; returns its isolation."""
         conn = worker.handover()
         try:
-            self.conn.send((protocol.ATTACH, None))
+            self.conn.send((protocol.ATTACH, worker.process.pid))
             send_handle(self.conn, conn.fileno(), self.process.pid)
         finally:
             conn.close()

@@ -78,7 +78,7 @@ BUILT = "built"  # the solution is built; the evaluation's timeout starts now
 BASELINE = "baseline"  # payload: ReferenceTiming (or None), sent before the solution runs
 RESULT = "result"  # payload: WorkOutcome
 # parent -> judge
-ATTACH = "attach"  # followed by the fd of the judge's end of a new worker's channel (SCM_RIGHTS)
+ATTACH = "attach"  # payload: the worker's pid (its waiter's); then the fd of the judge's end of its channel
 DETACH = "detach"  # stop the attached worker and let go of its channel
 EVALUATE = "evaluate"  # payload: (WorkItem, path of the file that receives the item's stdout/stderr)
 STOP = "stop"

@@ -1,0 +1,84 @@
+"""The judge's correction for a busy host (judge/clock.py HostWatch): the time the calling thread waited for a CPU
+while the worker's threads were not running is the host's, not the call's."""
+
+import os
+import threading
+import time
+
+from flashinfer_bench.bench.judge.clock import HostReading, HostWatch, calling_process
+
+MS = 1_000_000  # ns
+
+
+def reading(at_ms: float, waiting_ms: float, running_ms: float, judge_ms: float = 0.0) -> HostReading:
+    return HostReading(at_ms / 1e3, int(waiting_ms * MS), int(running_ms * MS), int(judge_ms * MS))
+
+
+def test_a_calling_thread_that_waited_for_a_cpu_is_the_hosts_share():
+    start = reading(0, 0, 0)
+    # 100 ms: the calls ran 40 ms and waited 60 ms for a CPU.
+    assert HostWatch.busy_fraction(start, reading(100, 60, 40)) == 0.6
+    # The judge's own waits count too.
+    assert HostWatch.busy_fraction(start, reading(100, 20, 80, judge_ms=10)) == 0.3
+
+
+def test_waiting_while_other_threads_of_the_worker_run_is_no_ones_share_but_the_solutions():
+    """A solution that keeps its calling thread waiting while its other threads do the work: they ran for the
+    whole window, so nothing is taken out."""
+    assert HostWatch.busy_fraction(reading(0, 0, 0), reading(100, 90, 190)) == 0.0
+    assert HostWatch.busy_fraction(reading(0, 0, 0), reading(100, 90, 70)) == 0.3
+
+
+def test_the_correction_is_bounded_and_missing_readings_correct_nothing():
+    assert HostWatch.busy_fraction(reading(0, 0, 0), reading(100, 100, 0, judge_ms=50)) == 0.9
+    assert HostWatch.busy_fraction(None, reading(100, 60, 40)) == 0.0
+    assert HostWatch.busy_fraction(reading(0, 0, 0), None) == 0.0
+
+
+def spin(seconds: float) -> None:
+    """Run on a CPU for ``seconds`` of this thread's CPU time (however long a busy host makes that take)."""
+    stop = time.thread_time() + seconds
+    while time.thread_time() < stop:
+        pass
+
+
+def test_readings_count_the_cpu_time_of_threads_that_have_ended():
+    """Real readings of this process: a thread that spun and ended still counts as running (a solution cannot hide
+    work in short-lived threads), and waits never decrease."""
+    watch = HostWatch(os.getpid())
+    first = watch.read()
+    if first is None:  # the kernel keeps no schedstat (CONFIG_SCHED_INFO off): nothing to correct with
+        assert HostWatch.busy_fraction(first, watch.read()) == 0.0
+        return
+    spinner = threading.Thread(target=spin, args=(0.3,))
+    spinner.start()
+    spinner.join()
+    second = watch.read()
+    assert second.worker_running_ns - first.worker_running_ns >= 200 * MS
+    assert second.worker_waiting_ns >= first.worker_waiting_ns and second.judge_waiting_ns >= first.judge_waiting_ns
+
+
+def test_the_calling_process_is_the_waiters_one_child_or_the_waiter(tmp_path):
+    import subprocess
+    import sys
+
+    waiter = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; "
+                               "subprocess.run([sys.executable, '-c', 'import time; time.sleep(60)'])"])
+    try:
+        deadline = time.monotonic() + 60
+        while calling_process(waiter.pid) == waiter.pid and time.monotonic() < deadline:
+            time.sleep(0.02)
+        child = calling_process(waiter.pid)
+        assert child != waiter.pid
+        with open(f"/proc/{child}/stat") as handle:
+            assert int(handle.read().rsplit(")", 1)[1].split()[1]) == waiter.pid  # its parent is the waiter
+    finally:
+        waiter.kill()
+        waiter.wait()
+    lone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert calling_process(lone.pid) == lone.pid
+    finally:
+        lone.kill()
+        lone.wait()
+    assert calling_process(None) is None
