@@ -2,14 +2,14 @@
 
 import torch
 
+from flashinfer_bench.compile import build_solution
+from flashinfer_bench.data import Definition, Solution
 from flashinfer_bench.tools.reference_solutions import (
     perturbed_solution,
     reference_parameters,
     reference_solution,
     write_solutions,
 )
-from flashinfer_bench.compile import build_solution
-from flashinfer_bench.data import Definition, Solution
 
 TOPK = Definition.model_validate({
     "name": "toy_topk", "op_type": "toy",

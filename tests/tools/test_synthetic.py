@@ -11,6 +11,8 @@ import pytest
 import torch
 from helpers import REPO
 
+from flashinfer_bench.data import Definition, TraceSet, Workload
+from flashinfer_bench.data.workload_check import check_workload
 from flashinfer_bench.tools.synthetic import (
     UnsatisfiableWorkload,
     build_inputs,
@@ -21,8 +23,6 @@ from flashinfer_bench.tools.synthetic import (
     write_missing_blobs,
     write_synthetic_workload,
 )
-from flashinfer_bench.data import Definition, TraceSet, Workload
-from flashinfer_bench.data.workload_check import check_workload
 
 CORPUS = REPO.parent / "shared" / "corpus" / "flashinfer-trace"
 needs_corpus = pytest.mark.skipif(not (CORPUS / "definitions").is_dir(), reason=f"no dataset at {CORPUS}")
