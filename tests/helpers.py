@@ -46,18 +46,20 @@ def workload_line(definition: str, uuid: str, axes: dict[str, int], inputs: dict
 def write_trace_set(root: Path, definitions: list[dict[str, Any]], solutions: list[dict[str, Any]],
                     workloads: dict[str, list[str]]) -> Path:
     """Files where upstream's layout puts them (a name the definitions do not hold goes under op type 'other')."""
+    from flashinfer_bench.data import layout
+
     op_types = {definition["name"]: definition.get("op_type", "other") for definition in definitions}
     for definition in definitions:
-        path = root / "definitions" / definition.get("op_type", "other") / f"{definition['name']}.json"
+        path = layout.definition_file(root, definition.get("op_type", "other"), definition["name"])
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(definition, indent=2))
     for solution in solutions:
         op_type = op_types.get(solution["definition"], "other")
-        path = root / "solutions" / solution["author"] / op_type / solution["definition"] / f"{solution['name']}.json"
+        path = layout.solution_file(root, solution["author"], op_type, solution["definition"], solution["name"])
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(solution, indent=2))
     for definition_name, lines in workloads.items():
-        path = root / "workloads" / op_types.get(definition_name, "other") / f"{definition_name}.jsonl"
+        path = layout.workload_file(root, op_types.get(definition_name, "other"), definition_name)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(lines))
     return root

@@ -4,6 +4,11 @@ Random inputs come from a generator seeded with one integer: the judge and the w
 exactly the same tensors from the same seed, so the judge can hand the worker a seed instead of the tensors and
 still know what the solution was given. The judge derives seeds from a secret of the run (see
 ``evaluators.context``), so no solution can predict the inputs of a later call.
+
+Inputs read from safetensors blobs vary with the seed too, where they may: each axis of a floating-point blob
+tensor is reordered by a seeded permutation (see ``blob_order_axes``), so that no two calls see the same values;
+integer and bool blobs (page tables, offsets, indices) and any input a constraint names stay exactly what the blob
+holds. docs/security.md says why this way and what remains.
 """
 
 from __future__ import annotations
@@ -48,6 +53,29 @@ def _random_tensor(spec: TensorSpec, shape: tuple[int, ...], name: str, definiti
 BlobCache = dict[tuple[str, str, str], torch.Tensor]
 
 
+def blob_order_axes(spec: TensorSpec, shape: tuple[int, ...] | None, name: str,
+                    definition: Definition) -> tuple[int, ...]:
+    """The axes along which a blob input is reordered for each draw: every axis longer than one of a
+    floating-point tensor; none for an integer or bool tensor (its values are structure) or an input a
+    constraint names (the definition says its values matter)."""
+    if not DType(spec.dtype).is_floating or shape is None:
+        return ()
+    if any(name in constraint.names for constraint in definition.parsed_constraints):
+        return ()
+    return tuple(axis for axis, length in enumerate(shape) if length > 1)
+
+
+def reorder(tensor: torch.Tensor, axes: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
+    """A new tensor: ``tensor`` with each of ``axes`` (at least one) reordered by its own permutation drawn from
+    ``generator``. Values move together along the other axes: every row keeps its values, in another place and
+    order (a row of probabilities still sums to one), and no value is made or lost."""
+    moved = tensor.view(torch.uint8) if tensor.element_size() == 1 else tensor  # float8, packed float4: bytes
+    for axis in axes:
+        moved = moved.index_select(axis, torch.randperm(tensor.shape[axis], generator=generator,
+                                                        device=tensor.device))
+    return moved.view(tensor.dtype)
+
+
 #: Each tensor drawn in a shared buffer starts at a multiple of this many bytes (what vectorised kernels assume).
 DRAWN_ALIGNMENT_BYTES = 256
 
@@ -82,6 +110,10 @@ class InputPlan:
                         for name, spec in definition.inputs.items()]
         drawn = {name for name, _, source, _ in self.sources if source is None}
         self.value_constraints = [c for c in definition.parsed_constraints if c.names & drawn]
+        #: input index -> the axes along which that blob input is reordered for each draw
+        self.blob_orders = {index: axes for index, (name, spec, source, shape) in enumerate(self.sources)
+                            if isinstance(source, SafetensorsInput)
+                            and (axes := blob_order_axes(spec, shape, name, definition))}
         #: dtype -> [(input index, first element, shape)], and the elements of each shared buffer.
         self.shared: dict[torch.dtype, list[tuple[int, int, tuple[int, ...]]]] = {}
         self.shared_sizes: dict[torch.dtype, int] = {}
@@ -94,11 +126,19 @@ class InputPlan:
                 self.shared_sizes[dtype] = start + math.prod(shape)
         self.blobs: BlobCache = {}
         self._generators: dict[str, torch.Generator] = {}
+        #: Blob orders come from a generator of their own, so that they leave every other input's draw as it was.
+        self._orders: torch.Generator | None = None
 
     def generator(self, device: str, seed: int) -> torch.Generator:
         if device not in self._generators:
             self._generators[device] = torch.Generator(device=torch.device(device))
         return self._generators[device].manual_seed(seed)
+
+    def _order_generator(self, seed: int, name: str) -> torch.Generator:
+        """The generator of one blob input's orders: its own stream, so that no two inputs share a permutation."""
+        if self._orders is None:
+            self._orders = torch.Generator(device=torch.device(self.device))
+        return self._orders.manual_seed(stable_seed(seed, "blob order", name))
 
     def draw(self, seed: int) -> list[Any]:
         """The definition's inputs, in order, drawn from ``seed`` (blob tensors are private copies)."""
@@ -123,7 +163,9 @@ class InputPlan:
             if isinstance(source, ScalarInput):
                 values[index] = source.value
             elif isinstance(source, SafetensorsInput):
-                values[index] = _blob_tensor(source, name, spec, shape, self.root, self.device, self.blobs)
+                stored = _blob_tensor(source, name, spec, shape, self.root, self.device, self.blobs)
+                axes = self.blob_orders.get(index)
+                values[index] = reorder(stored, axes, self._order_generator(seed, name)) if axes else stored.clone()
             elif shape is None:
                 scalars = scalars or self.generator("cpu", stable_seed(seed, "scalars"))
                 values[index] = _random_tensor(spec, (), name, definition, torch.device("cpu"), scalars).item()
@@ -145,19 +187,16 @@ def generate_inputs(definition: Definition, workload: Workload, seed: int, devic
 
 
 def _blob_tensor(source: SafetensorsInput, name: str, spec: TensorSpec, shape: tuple[int, ...] | None,
-                 root: str | Path | None, device: str, blobs: BlobCache | None) -> torch.Tensor:
-    """The blob's tensor on ``device``, after the same checks the parent made (``data.workload_check``)."""
+                 root: str | Path | None, device: str, blobs: BlobCache) -> torch.Tensor:
+    """The blob's tensor on ``device``, after the same checks the parent made (``data.workload_check``), read
+    once into ``blobs``: the tensor kept there, which a caller copies before handing it out."""
     key = (str(source.path), source.tensor_key, device)
-    if blobs is not None and key in blobs:
-        return blobs[key].clone()
-    tensor, problem = read_blob_tensor(source, DType(spec.dtype), shape, root)
-    if problem is not None:
-        raise ValueError(f"input '{name}': {problem}")
-    tensor = tensor.to(device)
-    if blobs is None:
-        return tensor
-    blobs[key] = tensor
-    return tensor.clone()
+    if key not in blobs:
+        tensor, problem = read_blob_tensor(source, DType(spec.dtype), shape, root)
+        if problem is not None:
+            raise ValueError(f"input '{name}': {problem}")
+        blobs[key] = tensor.to(device)
+    return blobs[key]
 
 
 def allocate_outputs(definition: Definition, workload: Workload, device: str) -> list[torch.Tensor]:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from flashinfer_bench.data.constraints import Constraint, ConstraintError
 from flashinfer_bench.data.dtypes import DType
+from flashinfer_bench.data.names import Name
 
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 
@@ -50,8 +51,8 @@ class TensorSpec(_Model):
 class Definition(_Model):
     """A kernel's contract. ``reference`` is Python source defining ``run(*inputs)`` that returns the outputs."""
 
-    name: NonEmptyStr
-    op_type: NonEmptyStr
+    name: Name
+    op_type: Name
     axes: dict[str, Axis]
     inputs: dict[str, TensorSpec]
     outputs: dict[str, TensorSpec]

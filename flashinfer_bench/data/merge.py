@@ -6,7 +6,8 @@ Result traces keep the path their file had inside its trace set, so data in upst
 upstream's layout, and each line is written as upstream's writer writes it (byte-identical to a line that
 upstream wrote). Identical lines that several trace sets hold are written once.
 
-The output folder must not hold anything yet: nothing already written is overwritten.
+The output folder must not hold anything yet: nothing already written is overwritten. Every path is made by
+``data.layout`` from checked names and lies inside the output folder; each file is created, never replaced.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from flashinfer_bench.data import layout
 from flashinfer_bench.data.definition import Definition
 from flashinfer_bench.data.errors import TraceSetError, describe_validation_error
 from flashinfer_bench.data.jsonl import jsonl_lines
 from flashinfer_bench.data.solution import Solution
 from flashinfer_bench.data.trace import Trace
-from flashinfer_bench.data.trace_set import DEFINITIONS, SOLUTIONS, TRACES, WORKLOADS, TraceSet
+from flashinfer_bench.data.trace_set import TraceSet
 
 
 @dataclass
@@ -41,7 +43,8 @@ class MergeReport:
 def _write_json(path: Path, model: BaseModel) -> None:
     """One JSON document as upstream's ``save_json_file`` writes it: two-space indent, no final newline."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(model.model_dump_json(indent=2), encoding="utf-8")
+    with open(path, "x", encoding="utf-8") as handle:
+        handle.write(model.model_dump_json(indent=2))
 
 
 def merge_trace_sets(sources: Sequence[str | Path], output: str | Path) -> MergeReport:
@@ -72,22 +75,22 @@ def merge_trace_sets(sources: Sequence[str | Path], output: str | Path) -> Merge
 
     known = {name: definition for name, (definition, _) in definitions.items()}
     for name, definition in known.items():
-        _write_json(out / DEFINITIONS / definition.op_type / f"{name}.json", definition)
+        _write_json(layout.definition_file(out, definition.op_type, name), definition)
     for name, (solution, _) in solutions.items():
         op_type = known[solution.definition].op_type
-        _write_json(out / SOLUTIONS / solution.author / op_type / solution.definition / f"{name}.json", solution)
+        _write_json(layout.solution_file(out, solution.author, op_type, solution.definition, name), solution)
     report.definitions, report.solutions, report.workloads = len(definitions), len(solutions), len(workloads)
     #: output file -> its lines, in order and each once (a dict is an ordered set)
     by_file: dict[Path, dict[str, None]] = {}
     for (definition_name, _), (workload, _) in workloads.items():
-        path = out / WORKLOADS / known[definition_name].op_type / f"{definition_name}.jsonl"
+        path = layout.workload_file(out, known[definition_name].op_type, definition_name)
         by_file.setdefault(path, {})[workload.to_json_line()] = None
     for trace_set in loaded:
         assert trace_set.root is not None
         _collect_traces(trace_set.root, out, known, by_file, report)
     for path, lines in by_file.items():
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8", newline="\n") as handle:
+        with open(path, "x", encoding="utf-8", newline="\n") as handle:
             handle.writelines(lines)
             handle.flush()
             os.fsync(handle.fileno())
@@ -105,9 +108,14 @@ def _keep_first(kept: dict, key: object, value: BaseModel, root: Path, kind: str
 def _collect_traces(root: Path, out: Path, known: dict[str, Definition], by_file: dict[Path, dict[str, None]],
                     report: MergeReport) -> None:
     """Every valid result line of ``root``'s trace files, re-serialised, filed under its relative path."""
-    base = root / TRACES
-    for file in sorted(base.rglob("*.jsonl")) if base.is_dir() else ():
-        lines = by_file.setdefault(out / TRACES / file.relative_to(base), {})
+    base = root / layout.TRACES
+    for file in layout.files(root, layout.TRACES):
+        try:
+            target = layout.moved(out, layout.TRACES, file.relative_to(base).parts)
+        except TraceSetError as exc:
+            report.problems.append(TraceSetError(file, exc.field, f"{exc.expected}; the file was left out"))
+            continue
+        lines = by_file.setdefault(target, {})
         for number, raw in jsonl_lines(file.read_bytes()):
             where = f"{file}:{number}"
             try:

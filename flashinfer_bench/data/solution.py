@@ -5,12 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 from enum import Enum
-from pathlib import PurePosixPath
 from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
 from flashinfer_bench.data.definition import NonEmptyStr, _Model
+from flashinfer_bench.data.names import Name, check_relative_path
 
 
 class Language(str, Enum):
@@ -62,16 +62,16 @@ class SourceFile(_Model):
     @field_validator("path")
     @classmethod
     def _relative_inside(cls, value: str) -> str:
-        pure = PurePosixPath(value)
-        if pure.is_absolute() or ".." in pure.parts or value.startswith("\\"):
-            raise ValueError(f"source path must be relative and stay inside the solution, got {value!r}")
-        return value
+        try:
+            return check_relative_path(value)
+        except ValueError as exc:
+            raise ValueError(f"source path must be relative, normalised and stay inside the solution: {exc}") from None
 
 
 class Solution(_Model):
-    name: NonEmptyStr
-    definition: NonEmptyStr
-    author: NonEmptyStr
+    name: Name
+    definition: Name
+    author: Name
     spec: BuildSpec
     sources: Annotated[list[SourceFile], Field(min_length=1)]
     description: str | None = None

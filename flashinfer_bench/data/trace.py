@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from flashinfer_bench.data.definition import NonEmptyStr, _Model
+from flashinfer_bench.data.names import Name
 from flashinfer_bench.data.workload import Workload
 
 
@@ -110,9 +111,9 @@ class Evaluation(_Model):
 class Trace(_Model):
     """A workload trace (``solution`` and ``evaluation`` null) or a result trace (both set)."""
 
-    definition: NonEmptyStr
+    definition: Name
     workload: Workload
-    solution: str | None = None
+    solution: Name | None = None
     evaluation: Evaluation | None = None
 
     @property

@@ -21,18 +21,17 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from flashinfer_bench.data import layout
 from flashinfer_bench.data.definition import Definition
 from flashinfer_bench.data.errors import TraceSetError, describe_validation_error
 from flashinfer_bench.data.jsonl import append_jsonl_line, jsonl_lines
+from flashinfer_bench.data.layout import DEFINITIONS, SOLUTIONS, TRACES, WORKLOADS
 from flashinfer_bench.data.solution import Solution
 from flashinfer_bench.data.trace import Correctness, Environment, Evaluation, Performance, Trace
 from flashinfer_bench.data.workload import Workload
 
 logger = logging.getLogger(__name__)
 ModelT = TypeVar("ModelT", bound=BaseModel)
-
-#: The folders of a trace set, as upstream lays them out.
-DEFINITIONS, SOLUTIONS, WORKLOADS, TRACES = "definitions", "solutions", "workloads", "traces"
 
 
 def _parse(model: type[ModelT], text: bytes | str, where: str) -> ModelT:
@@ -60,11 +59,6 @@ def _collector_paused() -> Iterator[None]:
         gc.freeze()
         if was_enabled:
             gc.enable()
-
-
-def _files(root: Path, folder: str, pattern: str) -> list[Path]:
-    base = root / folder
-    return sorted(base.rglob(pattern)) if base.is_dir() else []
 
 
 class TraceSet:
@@ -100,16 +94,16 @@ class TraceSet:
         root = Path(path)
         if not root.is_dir():
             raise TraceSetError(root, None, "expected a trace-set folder (with definitions/, solutions/, workloads/)")
-        if not any((root / folder).is_dir() for folder in (DEFINITIONS, SOLUTIONS, WORKLOADS, TRACES)):
+        if not any((root / folder).is_dir() for folder in layout.FOLDERS):
             raise TraceSetError(root, None, f"expected a trace set: none of {DEFINITIONS}/, {SOLUTIONS}/, "
                                 f"{WORKLOADS}/ or {TRACES}/ is inside")
         trace_set = cls(root)
         with _collector_paused():
-            trace_set._load_definitions(_files(root, DEFINITIONS, "*.json"))
-            trace_set._load_solutions(_files(root, SOLUTIONS, "*.json"))
-            for file in _files(root, WORKLOADS, "*.jsonl"):
+            trace_set._load_definitions(layout.files(root, DEFINITIONS))
+            trace_set._load_solutions(layout.files(root, SOLUTIONS))
+            for file in layout.files(root, WORKLOADS):
                 trace_set._load_workloads(file)
-            for file in _files(root, TRACES, "*.jsonl") if load_traces else ():
+            for file in layout.files(root, TRACES) if load_traces else ():
                 trace_set._load_traces(file)
         return trace_set
 
@@ -219,14 +213,14 @@ class TraceSet:
         return None
 
     def trace_file(self, trace: Trace) -> Path:
-        """Where a result trace is appended: ``traces/<author>/<op_type>/<definition>.jsonl``, as upstream lays
-        them out (the author is the solution's; ``unknown`` for a solution this set does not hold)."""
+        """Where a result trace is appended (``data.layout``: the author is the solution's, ``unknown`` for a
+        solution this set does not hold). Raises TraceSetError for a name that is not one or a path outside
+        the trace set."""
         if self.root is None:
             raise ValueError("this trace set has no folder on disk")
         solution = self.solution(trace.solution) if trace.solution is not None else None
-        author = solution.author if solution is not None else "unknown"
-        op_type = self.definitions[trace.definition].op_type
-        return self.root / TRACES / author / op_type / f"{trace.definition}.jsonl"
+        author = solution.author if solution is not None else layout.UNKNOWN_AUTHOR
+        return layout.trace_file(self.root, author, self.definitions[trace.definition].op_type, trace.definition)
 
     def copy(self) -> TraceSet:
         duplicate = TraceSet(self.root, self.definitions, self.solutions, self.workloads, self.traces)
@@ -237,10 +231,13 @@ class TraceSet:
 
     # ---------------------------------------------------------------------------------------------- writing
     def add_trace(self, trace: Trace, *, persist: bool) -> None:
-        """Keep a result trace; with ``persist``, append it to its JSONL file at once (flushed and synced)."""
+        """Keep a result trace; with ``persist``, append it to its JSONL file at once (flushed and synced).
+        A trace whose file would not be inside the trace set raises TraceSetError and is neither kept nor
+        written."""
+        path = self.trace_file(trace) if persist else None
         self.traces.setdefault(trace.definition, []).append(trace)
-        if persist:
-            append_jsonl_line(self.trace_file(trace), trace.to_json_line())
+        if path is not None:
+            append_jsonl_line(path, trace.to_json_line())
 
     def add_traces(self, traces: Iterable[Trace]) -> None:
         """Keep result traces and append each to its file (upstream's ``add_traces``)."""

@@ -14,20 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from flashinfer_bench.data import layout
 from flashinfer_bench.data.errors import TraceSetError
-from flashinfer_bench.data.trace_set import DEFINITIONS, SOLUTIONS, TRACES, WORKLOADS, TraceSet
+from flashinfer_bench.data.layout import DEFINITIONS, SOLUTIONS, TRACES, WORKLOADS
+from flashinfer_bench.data.trace_set import TraceSet
 from flashinfer_bench.data.workload_check import check_workload
 
 CHECKS = ("layout", "definition", "workload", "solution", "trace")
 Level = Literal["warning", "error"]
-#: Where upstream's layout puts each kind of file: path parts below its folder.
-LAYOUT_DEPTH = {DEFINITIONS: 2, WORKLOADS: 2, SOLUTIONS: 4, TRACES: 3}
-LAYOUT_PATTERN = {
-    DEFINITIONS: "definitions/<op_type>/<definition>.json",
-    WORKLOADS: "workloads/<op_type>/<definition>.jsonl",
-    SOLUTIONS: "solutions/<author>/<op_type>/<definition>/<solution>.json",
-    TRACES: "traces/<author>/<op_type>/<definition>.jsonl",
-}
 DATASET = "(trace set)"
 
 
@@ -105,14 +99,12 @@ def validate_trace_set(root: str | Path, *, checks: Sequence[str] = CHECKS, op_t
 
 
 def _owner(path: Path, folder: str, root: str | Path) -> str:
-    """The definition a file belongs to, from its place in the layout (its stem; a solution's parent folder)."""
+    """The definition a file belongs to, from its place in the layout."""
     try:
         parts = path.relative_to(Path(root) / folder).parts
     except ValueError:
         return DATASET
-    if folder == SOLUTIONS:
-        return parts[-2] if len(parts) >= 2 else DATASET
-    return Path(parts[-1]).stem if parts else DATASET
+    return layout.place(folder, parts).definition or DATASET
 
 
 def _kind(problems: Iterable[TraceSetError], folder: str, root: str | Path) -> list[tuple[str, TraceSetError]]:
@@ -128,27 +120,25 @@ def _kind(problems: Iterable[TraceSetError], folder: str, root: str | Path) -> l
 def _layout(trace_set: TraceSet) -> Iterable[tuple[str, Level, str]]:
     root = trace_set.root
     assert root is not None
-    for folder, pattern in LAYOUT_PATTERN.items():
+    for folder, pattern in layout.PATTERN.items():
         base = root / folder
-        suffix = ".jsonl" if folder in (WORKLOADS, TRACES) else ".json"
-        for file in sorted(base.rglob(f"*{suffix}")) if base.is_dir() else ():
-            parts = file.relative_to(base).parts
-            owner = _owner(file, folder, root)
-            if len(parts) != LAYOUT_DEPTH[folder]:
+        for file in layout.files(root, folder):
+            place = layout.place(folder, file.relative_to(base).parts)
+            owner = place.definition or DATASET
+            if not place.exact:
                 yield owner, "warning", f"{file} is not where upstream's layout puts it ({pattern})"
                 continue
             definition = trace_set.definitions.get(owner)
             if definition is None:
                 continue
-            op_type = parts[-2] if folder != SOLUTIONS else parts[1]
-            if op_type != definition.op_type:
-                yield owner, "error", f"{file}: the path says op_type '{op_type}', the definition says '{definition.op_type}'"
+            if place.op_type != definition.op_type:
+                yield owner, "error", f"{file}: the path says op_type '{place.op_type}', the definition says '{definition.op_type}'"
             if folder == SOLUTIONS:
-                solution = next((s for s in trace_set.solutions.get(owner, []) if s.name == Path(parts[-1]).stem), None)
+                solution = next((s for s in trace_set.solutions.get(owner, []) if s.name == place.solution), None)
                 if solution is None:
-                    yield owner, "error", f"{file}: the path says solution '{Path(parts[-1]).stem}', the file names another"
-                elif solution.author != parts[0]:
-                    yield owner, "error", f"{file}: the path says author '{parts[0]}', the solution says '{solution.author}'"
+                    yield owner, "error", f"{file}: the path says solution '{place.solution}', the file names another"
+                elif solution.author != place.author:
+                    yield owner, "error", f"{file}: the path says author '{place.author}', the solution says '{solution.author}'"
 
 
 def render_text(report: ValidationReport) -> str:

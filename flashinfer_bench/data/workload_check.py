@@ -10,9 +10,10 @@ inputs are drawn (``bench.inputs.generate_inputs``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
+from flashinfer_bench.data import layout
 from flashinfer_bench.data.constraints import ShapeOnly
 from flashinfer_bench.data.definition import Definition
 from flashinfer_bench.data.dtypes import DType
@@ -83,10 +84,9 @@ def check_workload(definition: Definition, workload: Workload, root: str | Path 
 
 def blob_path(source: SafetensorsInput, root: str | Path | None) -> tuple[Path | None, str | None]:
     """The blob's file, or why it cannot be used: its path must be relative and stay inside the trace set."""
-    pure = PurePosixPath(source.path.replace("\\", "/"))
-    if pure.is_absolute() or ".." in pure.parts:
+    path = layout.file_inside(root, source.path)
+    if path is None:
         return None, f"blob path {source.path!r} must be relative to the trace set and stay inside it"
-    path = Path(root or ".") / pure
     if not path.is_file():
         return None, f"blob file {path} does not exist"
     return path, None

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from flashinfer_bench.data import Definition
+from flashinfer_bench.data import Definition, layout
 
 #: Floating outputs of the perturbed copy are multiplied by this.
 PERTURBATION = 1.25
@@ -80,10 +80,10 @@ def _solution(definition: Definition, name: str, source: str, description: str) 
 
 
 def write_solutions(root: Path, definition: Definition) -> list[Path]:
-    """Write both solutions where upstream's layout puts them: ``root/solutions/<author>/<op_type>/<definition>/``."""
+    """Write both solutions where ``data.layout`` puts them."""
     paths = []
     for solution in (reference_solution(definition), perturbed_solution(definition)):
-        path = root / "solutions" / AUTHOR / definition.op_type / definition.name / f"{solution['name']}.json"
+        path = layout.solution_file(root, AUTHOR, definition.op_type, definition.name, solution["name"])
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(solution, indent=2))
         paths.append(path)

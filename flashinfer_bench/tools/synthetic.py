@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from flashinfer_bench.bench.seeds import stable_seed
-from flashinfer_bench.data import Definition, DType, SafetensorsInput, ScalarInput, Workload
+from flashinfer_bench.data import Definition, DType, SafetensorsInput, ScalarInput, Workload, layout
 from flashinfer_bench.data.constraints import ShapeOnly
 
 #: Var-axis lengths of a synthetic workload, unless a structure below derives them.
@@ -380,12 +380,12 @@ def save_blob(path: Path, tensors: dict[str, torch.Tensor]) -> None:
 
 def write_synthetic_workload(root: Path, definition: Definition, synthetic: SyntheticInputs,
                              name: str = "synthetic") -> dict[str, Any]:
-    """Write the blob under ``root/blob/workloads/<op_type>/<definition>/<name>.safetensors`` and return the
-    workload trace (public JSONL format) that refers to it."""
+    """Write the blob where ``data.layout`` puts a workload's own blob and return the workload trace (public
+    JSONL format) that refers to it."""
     inputs: dict[str, Any] = {}
     if synthetic.tensors:
-        relative = f"blob/workloads/{definition.op_type}/{definition.name}/{name}.safetensors"
-        save_blob(root / relative, synthetic.tensors)
+        relative = layout.workload_blob(definition.op_type, definition.name, name)
+        save_blob(layout.inside(root, root / relative), synthetic.tensors)
         inputs.update({key: {"type": "safetensors", "path": relative, "tensor_key": key}
                        for key in sorted(synthetic.tensors)})
     inputs.update({key: {"type": "scalar", "value": value} for key, value in sorted(synthetic.scalars.items())})
@@ -394,7 +394,7 @@ def write_synthetic_workload(root: Path, definition: Definition, synthetic: Synt
 
 
 def append_workloads(root: Path, definition: Definition, traces: list[dict[str, Any]]) -> Path:
-    path = root / "workloads" / definition.op_type / f"{definition.name}.jsonl"
+    path = layout.workload_file(root, definition.op_type, definition.name)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as handle:
         handle.writelines(json.dumps(trace) + "\n" for trace in traces)
@@ -408,11 +408,18 @@ def workload_seed(workload: Workload) -> int:
 def write_missing_blobs(root: Path, definition: Definition, workload: Workload) -> list[Path]:
     """Write every safetensors file that ``workload`` names and ``root`` lacks, with tensors consistent with its
     axes (and its scalar inputs). Returns the files written; raises UnsatisfiableWorkload when no valid tensors
-    exist, and ValueError when what was built breaks one of the definition's constraints."""
+    exist, and ValueError when what was built breaks one of the definition's constraints or a blob's path is
+    not inside ``root``."""
     missing: dict[Path, dict[str, str]] = {}
     for name, source in workload.inputs.items():
-        if isinstance(source, SafetensorsInput) and not (root / source.path).is_file():
-            missing.setdefault(root / source.path, {})[source.tensor_key] = name
+        if not isinstance(source, SafetensorsInput):
+            continue
+        path = layout.file_inside(root, source.path)
+        if path is None:
+            raise ValueError(f"{definition.name}: workload {workload.uuid}, input '{name}': blob path "
+                             f"{source.path!r} must be relative to the trace set and stay inside it")
+        if not path.is_file():
+            missing.setdefault(layout.inside(root, path), {})[source.tensor_key] = name
     if not missing:
         return []
     scalars = {name: source.value for name, source in workload.inputs.items() if isinstance(source, ScalarInput)}

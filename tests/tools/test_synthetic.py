@@ -78,6 +78,22 @@ def test_missing_blob_written_for_an_existing_workload(tmp_path):
     assert write_missing_blobs(tmp_path, PAGED, workload) == []  # present now: nothing to write
 
 
+@pytest.mark.parametrize("path", ["../outside.safetensors", "blob/../../outside.safetensors", "/tmp/abs.safetensors"])
+def test_a_blob_path_outside_the_trace_set_is_refused_and_nothing_is_written(tmp_path, path):
+    root = tmp_path / "set"
+    root.mkdir()
+    blob = {"type": "safetensors", "path": path.replace("/tmp", str(tmp_path))}
+    workload = Workload.model_validate({
+        "axes": {"batch_size": 2, "len_indptr": 3, "num_kv_indices": 5, "num_pages": 6},
+        "inputs": {"kv_indptr": {**blob, "tensor_key": "kv_indptr"}, "kv_indices": {**blob, "tensor_key": "kv_indices"},
+                   "sm_scale": {"type": "scalar", "value": 0.5}},
+        "uuid": "w1",
+    })
+    with pytest.raises(ValueError, match="must be relative to the trace set and stay inside it"):
+        write_missing_blobs(root, PAGED, workload)
+    assert [p for p in tmp_path.rglob("*") if p != root] == []
+
+
 def test_synthetic_workload_is_public_jsonl(tmp_path):
     trace = write_synthetic_workload(tmp_path, PAGED, synthesize(PAGED))
     assert list(trace["workload"]) == ["axes", "inputs", "uuid"]
