@@ -144,3 +144,8 @@ def sampling_definition(vocab: int) -> Any:
         "outputs": {"samples": {"shape": ["batch_size"], "dtype": "int64"}},
         "reference": "import torch\ndef run(probs):\n    return torch.multinomial(probs, 1).squeeze(1)\n",
     })
+
+
+def claims_stood(notes: list[str]) -> bool:
+    """No claimed latency was disbelieved (notes about a busy host, which the judge corrected for, may be there)."""
+    return not any("not believed" in note for note in notes)

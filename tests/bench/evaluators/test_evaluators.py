@@ -5,7 +5,7 @@ import weakref
 
 import pytest
 import torch
-from helpers import SCALE_ADD, evaluation_context, judged_locally, sampling_definition
+from helpers import SCALE_ADD, claims_stood, evaluation_context, judged_locally, sampling_definition
 
 from flashinfer_bench.bench.calling import reference_callee
 from flashinfer_bench.bench.config import ResolvedEvalConfig
@@ -104,7 +104,7 @@ def test_results_kept_from_an_earlier_call_fail_in_timing():
 def test_honest_solutions_pass_the_timed_check_in_both_styles():
     for fn, dps in ((lambda x, y: x * 2 + y, False), (lambda x, y, out: torch.add(y, x, alpha=2, out=out), True)):
         correctness, timing = timed(fn, dps=dps)
-        assert correctness.passed and timing.notes == []  # checked calls pass, the claimed latency stands
+        assert correctness.passed and claims_stood(timing.notes)  # checked calls pass, the claimed latency stands
         assert 0 < timing.performance.latency_ms < 50
 
 
@@ -146,7 +146,7 @@ def test_timed_samples_that_ignore_their_inputs_fail_and_honest_ones_pass():
     assert "do not follow the probabilities" in caught.value.result.message
     correctness, honest = timed(lambda p: torch.multinomial(p, 1).squeeze(1), evaluator=SamplingEvaluator,
                                 definition=SAMPLING, cfg=cfg, workload=SAMPLING_WORKLOAD)
-    assert correctness.passed and honest.notes == []  # every timed call's samples scored, and none failed
+    assert correctness.passed and claims_stood(honest.notes)  # every timed call's samples scored, none failed
 
 
 LOWBIT = Definition.model_validate(dict(SCALE_ADD, name="q", op_type="moe"))
