@@ -123,6 +123,17 @@ class HostWatch:
             running += stat[0] if stat is not None else 0
         return HostReading(time.perf_counter(), worker[1], max(running, _cpu_time_ns(self.worker_pid)), judge[1])
 
+    def held_up_ms(self) -> float:
+        """The calling thread's and the judge's thread's waits for a CPU so far (ms): cheap enough to read at every
+        window's end; ``busy_fraction`` over the session bounds what is taken out."""
+        judge = _schedstat(self.judge_thread)
+        if judge is None:
+            return 0.0
+        if self.worker_pid is None:
+            return judge[1] / 1e6
+        worker = _schedstat(f"/proc/{self.worker_pid}/task/{self.worker_pid}/schedstat")
+        return (judge[1] + (worker[1] if worker is not None else 0)) / 1e6
+
     def judge_waiting_ms(self) -> float:
         stat = _schedstat(self.judge_thread)
         return stat[1] / 1e6 if stat is not None else 0.0

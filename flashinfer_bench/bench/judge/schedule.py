@@ -101,6 +101,8 @@ class PickedCall:
     seed: int
     outputs: tuple[torch.Tensor, ...]
     ship_ms: float
+    #: The part of ``ship_ms`` the calling thread or the judge spent waiting for a CPU.
+    ship_held_ms: float = 0.0
 
 
 class TimedSchedule:
@@ -114,7 +116,12 @@ class TimedSchedule:
         self.ctx, self.purpose, self.probability = ctx, purpose, probability
         self.watch = watch
         self.started: HostReading | None = None
-        #: The share of the loop's time the host held up the calls or the judge (set by ``finished``).
+        #: Per window, the time the calling thread or the judge waited for a CPU in it (HostWatch.held_up_ms).
+        self.held_ms: list[float] = []
+        self.held_at_open = self.held_at_done = 0.0
+        #: What share of those waits comes out of the windows: all of them, unless that is more than the session's
+        #: bound allows (HostWatch.busy_fraction). Set by ``finished``, with the share of the session they took.
+        self.held_scale = 0.0
         self.busy_fraction = 0.0
         self.warmup, self.calls = warmup, warmup + iterations
         self.random = secrets.SystemRandom()
@@ -138,13 +145,23 @@ class TimedSchedule:
         seeds = self._issue(), self._issue()
         if self.watch is not None:
             self.started = self.watch.read()
+            self.held_at_open = self.watch.held_up_ms()
         self.window_opened = time.perf_counter()
         return seeds
 
     def finished(self) -> None:
-        """The loop is over: how much the host held it up, which the windows are corrected for."""
-        if self.watch is not None:
-            self.busy_fraction = HostWatch.busy_fraction(self.started, self.watch.read())
+        """The loop is over: the waits measured in each window come out of it, as far as the session's bound on
+        what the host held up allows."""
+        if self.watch is None or self.started is None:
+            return
+        ended = self.watch.read()
+        if ended is None:
+            return
+        session_ms = (ended.at - self.started.at) * 1e3
+        bound_ms = HostWatch.busy_fraction(self.started, ended) * session_ms
+        held_ms = sum(self.held_ms) + sum(call.ship_held_ms for call in self.picked)
+        self.held_scale = min(1.0, bound_ms / held_ms) if held_ms > 0 else 0.0
+        self.busy_fraction = held_ms * self.held_scale / session_ms if session_ms > 0 else 0.0
 
     def next_seed(self) -> int:
         """The seed of the call after the next, for the answer to a call's "done"."""
@@ -156,6 +173,12 @@ class TimedSchedule:
             raise CallFailed(EvaluationStatus.RUNTIME_ERROR, f"the timing loop reported call {index} out of order")
         now = time.perf_counter()
         self.wall_ms.append((now - self.window_opened) * 1e3)
+        if self.watch is not None:
+            self.held_at_done = self.watch.held_up_ms()
+            self.held_ms.append(self.held_at_done - self.held_at_open)
+            self.held_at_open = self.held_at_done
+        else:
+            self.held_ms.append(0.0)
         self.after_shipping.append(self.window_after_shipping)
         self.window_opened, self.window_after_shipping = now, False
         return self.random.random() < self.probability or index + 1 == self.calls
@@ -163,7 +186,11 @@ class TimedSchedule:
     def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...], asked_at: float, arrived_at: float) -> None:
         """The outputs of picked call ``index``, asked for and arrived at these ``time.perf_counter()`` times: the
         next call's window opens when they arrived."""
-        self.picked.append(PickedCall(index, self.seeds[index], outputs, (arrived_at - asked_at) * 1e3))
+        held = 0.0
+        if self.watch is not None:
+            self.held_at_open = self.watch.held_up_ms()
+            held = self.held_at_open - self.held_at_done
+        self.picked.append(PickedCall(index, self.seeds[index], outputs, (arrived_at - asked_at) * 1e3, held))
         self.window_opened, self.window_after_shipping = arrived_at, True
 
     def picked_inputs(self, picked: list[PickedCall] | None = None) -> Iterator[tuple[PickedCall, list[Any]]]:
@@ -201,21 +228,22 @@ class TimedSchedule:
     def _judge_waiting_ms(self) -> float:
         return self.watch.judge_waiting_ms() if self.watch is not None else 0.0
 
-    def _quiet(self, wall_ms: float) -> float:
-        """A time on the judge's clock less the busy host's share of it."""
-        return wall_ms * (1.0 - self.busy_fraction)
+    def _shipping(self, call: PickedCall) -> float:
+        """A picked call's shipping time less what the host held it up."""
+        return call.ship_ms - call.ship_held_ms * self.held_scale
 
     def _windows_less_draw(self, draw: float) -> list[float]:
-        """Each timed call's window (every call's, if none was timed), less the busy host's share and ``draw``
-        where its inputs were drawn in it."""
+        """Each timed call's window (every call's, if none was timed), less what the host held it up, and less
+        ``draw`` where its inputs were drawn in it."""
         calls = range(self.warmup, len(self.wall_ms)) if len(self.wall_ms) > self.warmup else range(len(self.wall_ms))
-        return [self._quiet(self.wall_ms[k]) - (0.0 if self.after_shipping[k] else draw) for k in calls]
+        return [self.wall_ms[k] - self.held_ms[k] * self.held_scale - (0.0 if self.after_shipping[k] else draw)
+                for k in calls]
 
     def floor(self) -> ClockFloor:
         """What this loop says the harness costs per call, when the callee did nothing (calibration)."""
         draw = self._draw_ms()
         per_call = median(self._windows_less_draw(draw))
-        ship = median(self._quiet(call.ship_ms) for call in self.picked) - self.copy_ms - draw if self.picked else 0.0
+        ship = median(self._shipping(call) for call in self.picked) - self.copy_ms - draw if self.picked else 0.0
         return ClockFloor(max(per_call, 0.0), max(ship, 0.0))
 
     def latency(self, claim: TimingClaim, floor: ClockFloor) -> SessionLatency:
@@ -236,7 +264,7 @@ class TimedSchedule:
         copy = self.copy_ms
         in_wall = max(median(self._windows_less_draw(draw)) - floor.per_call_ms, 0.0)
         # Warm-up calls are checked but not clocked here: a first call's one-off costs are not a call's work.
-        shipping = [max(self._quiet(call.ship_ms) - draw - floor.ship_ms - SHIP_COPY_ALLOWANCE * copy, 0.0)
+        shipping = [max(self._shipping(call) - draw - floor.ship_ms - SHIP_COPY_ALLOWANCE * copy, 0.0)
                     for call in self.picked if call.index >= self.warmup]
         while_shipping = median(shipping) if shipping else 0.0
         estimate = in_wall + while_shipping

@@ -287,7 +287,7 @@ def test_a_claim_far_below_the_work_is_raised_to_the_least_the_clock_allows_and_
 
     schedule = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("timed", 0), warmup=0, iterations=5,
                                    probability=0.0)
-    schedule.wall_ms, schedule.after_shipping = [2.0] * 5, [False] * 5
+    schedule.wall_ms, schedule.after_shipping, schedule.held_ms = [2.0] * 5, [False] * 5, [0.0] * 5
     floor = timed.ClockFloor(per_call_ms=0.0, ship_ms=0.0)
     margin = timed.MARGIN_MS + timed.ESTIMATE_SHARE_OF_MARGIN * schedule.copy_ms
     least = timed.PLAUSIBLE_FRACTION * 2.0 - timed.HOST_ALLOWANCE_MS - margin
