@@ -123,16 +123,21 @@ class HostWatch:
             running += stat[0] if stat is not None else 0
         return HostReading(time.perf_counter(), worker[1], max(running, _cpu_time_ns(self.worker_pid)), judge[1])
 
-    def held_up_ms(self) -> float:
-        """The calling thread's and the judge's thread's waits for a CPU so far (ms): cheap enough to read at every
-        window's end; ``busy_fraction`` over the session bounds what is taken out."""
+    def waits_ms(self) -> tuple[float, float]:
+        """The calling thread's and the judge's thread's waits for a CPU so far (ms), cheap enough to read at
+        every window's end. What comes out of a window is the larger of the two (``held_up``): they may have
+        waited at the same time, and counting a wait twice would take a solution's work out of its window."""
         judge = _schedstat(self.judge_thread)
         if judge is None:
-            return 0.0
+            return 0.0, 0.0
         if self.worker_pid is None:
-            return judge[1] / 1e6
+            return 0.0, judge[1] / 1e6
         worker = _schedstat(f"/proc/{self.worker_pid}/task/{self.worker_pid}/schedstat")
-        return (judge[1] + (worker[1] if worker is not None else 0)) / 1e6
+        return (worker[1] / 1e6 if worker is not None else 0.0), judge[1] / 1e6
+
+    @staticmethod
+    def held_up(before: tuple[float, float], after: tuple[float, float]) -> float:
+        return max(after[0] - before[0], after[1] - before[1], 0.0)
 
     def judge_waiting_ms(self) -> float:
         stat = _schedstat(self.judge_thread)
@@ -146,7 +151,7 @@ class HostWatch:
         wall = (end.at - start.at) * 1e9
         worker_waiting = end.worker_waiting_ns - start.worker_waiting_ns
         not_running = wall - (end.worker_running_ns - start.worker_running_ns)
-        held_up = min(worker_waiting, max(not_running, 0.0)) + (end.judge_waiting_ns - start.judge_waiting_ns)
+        held_up = max(min(worker_waiting, max(not_running, 0.0)), end.judge_waiting_ns - start.judge_waiting_ns)
         return min(max(held_up / wall, 0.0), MAX_BUSY_FRACTION)
 
 

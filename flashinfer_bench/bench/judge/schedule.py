@@ -116,9 +116,9 @@ class TimedSchedule:
         self.ctx, self.purpose, self.probability = ctx, purpose, probability
         self.watch = watch
         self.started: HostReading | None = None
-        #: Per window, the time the calling thread or the judge waited for a CPU in it (HostWatch.held_up_ms).
+        #: Per window, the time the calling thread or the judge waited for a CPU in it (HostWatch.held_up).
         self.held_ms: list[float] = []
-        self.held_at_open = self.held_at_done = 0.0
+        self.waits_at_open = self.waits_at_done = (0.0, 0.0)
         #: What share of those waits comes out of the windows: all of them, unless that is more than the session's
         #: bound allows (HostWatch.busy_fraction). Set by ``finished``, with the share of the session they took.
         self.held_scale = 0.0
@@ -145,7 +145,7 @@ class TimedSchedule:
         seeds = self._issue(), self._issue()
         if self.watch is not None:
             self.started = self.watch.read()
-            self.held_at_open = self.watch.held_up_ms()
+            self.waits_at_open = self.watch.waits_ms()
         self.window_opened = time.perf_counter()
         return seeds
 
@@ -174,9 +174,9 @@ class TimedSchedule:
         now = time.perf_counter()
         self.wall_ms.append((now - self.window_opened) * 1e3)
         if self.watch is not None:
-            self.held_at_done = self.watch.held_up_ms()
-            self.held_ms.append(self.held_at_done - self.held_at_open)
-            self.held_at_open = self.held_at_done
+            self.waits_at_done = self.watch.waits_ms()
+            self.held_ms.append(HostWatch.held_up(self.waits_at_open, self.waits_at_done))
+            self.waits_at_open = self.waits_at_done
         else:
             self.held_ms.append(0.0)
         self.after_shipping.append(self.window_after_shipping)
@@ -188,8 +188,8 @@ class TimedSchedule:
         next call's window opens when they arrived."""
         held = 0.0
         if self.watch is not None:
-            self.held_at_open = self.watch.held_up_ms()
-            held = self.held_at_open - self.held_at_done
+            self.waits_at_open = self.watch.waits_ms()
+            held = HostWatch.held_up(self.waits_at_done, self.waits_at_open)
         self.picked.append(PickedCall(index, self.seeds[index], outputs, (arrived_at - asked_at) * 1e3, held))
         self.window_opened, self.window_after_shipping = arrived_at, True
 
