@@ -2,7 +2,7 @@
 reference must pass against itself, and a copy of it whose outputs are 25% off must fail.
 
 Copies the dataset (definitions and workloads) to a scratch folder, writes the safetensors blobs its workloads
-name but the dataset does not ship (``tools.synthetic.write_missing_blobs``: page tables, ragged offsets, MoE
+name but the dataset does not ship (``tools.workload_files.write_missing_blobs``: page tables, ragged offsets, MoE
 routing, consistent with each workload's axes), adds two solutions per definition that has workloads (its
 reference, and the reference with outputs off: ``tools.reference_solutions``), then runs
 ``flashinfer-bench run`` once per definition and reads the verdicts back from the traces it wrote.
@@ -70,7 +70,8 @@ def prepare(root: Path, corpus: Path, only: list[str] | None, limit: int | None)
     definition, what was prepared."""
     from flashinfer_bench.data import TraceSet
     from flashinfer_bench.tools.reference_solutions import write_solutions
-    from flashinfer_bench.tools.synthetic import UnsatisfiableWorkload, write_missing_blobs
+    from flashinfer_bench.tools.synthetic import UnsatisfiableWorkload
+    from flashinfer_bench.tools.workload_files import write_missing_blobs
 
     shutil.copytree(corpus / "definitions", root / "definitions")
     source = TraceSet.from_path(corpus)

@@ -107,10 +107,9 @@ def write_gemm(root: Path, nk: int) -> str:
 def build_suite(root: Path, sizes: Sizes) -> Path:
     """The trace set measured: the three definitions with their solutions and the workloads of ``sizes``."""
     from flashinfer_bench.data import TraceSet
-    from flashinfer_bench.tools.synthetic import (
+    from flashinfer_bench.tools.synthetic import build_inputs, constraint_violations
+    from flashinfer_bench.tools.workload_files import (
         append_workloads,
-        build_inputs,
-        constraint_violations,
         workload_uuid,
         write_synthetic_workload,
     )

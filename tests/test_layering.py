@@ -5,7 +5,8 @@ in which process a line runs, and the imports keep to it.
 - neither imports the parent (``bench/runner/``, ``bench/benchmark.py``);
 - what both sides use (``bench/*.py``, ``bench/wire/``) imports neither side, nor the parent;
 - nothing under ``bench/`` imports upward into ``cli/`` or ``report/``;
-- no import cycle anywhere in the package (imports inside functions and under TYPE_CHECKING count too).
+- no import cycle anywhere in the package (imports inside functions and under TYPE_CHECKING count too);
+- no module is longer than 400 lines.
 """
 
 from __future__ import annotations
@@ -165,3 +166,13 @@ def test_a_cycle_is_caught(tmp_path):
     clock = root / "bench" / "judge" / "clock.py"
     clock.write_text(clock.read_text() + "\n\ndef later():\n    from flashinfer_bench.bench.judge import schedule\n")
     assert violations(root) == ["import cycle: bench.judge.clock -> bench.judge.schedule"]
+
+
+#: No module of the package is longer than this (small modules with one job each).
+MAX_MODULE_LINES = 400
+
+
+def test_no_module_is_over_the_limit():
+    long = {str(path.relative_to(PACKAGE)): lines for path in PACKAGE.rglob("*.py")
+            if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert long == {}

@@ -23,18 +23,14 @@ import pytest
 from helpers import REPO, child_env
 
 from flashinfer_bench.data import Definition
+from flashinfer_bench.tools.memory import estimated_peak_bytes, input_bytes
 from flashinfer_bench.tools.reference_solutions import (
     perturbed_solution_name,
     reference_solution_name,
     write_solutions,
 )
-from flashinfer_bench.tools.synthetic import (
-    append_workloads,
-    estimated_peak_bytes,
-    input_bytes,
-    synthesize,
-    write_synthetic_workload,
-)
+from flashinfer_bench.tools.synthetic import synthesize
+from flashinfer_bench.tools.workload_files import append_workloads, write_synthetic_workload
 
 CORPUS = REPO.parent / "shared" / "corpus" / "flashinfer-trace"
 pytestmark = [pytest.mark.slow,  # 144 definitions through the CLI: minutes

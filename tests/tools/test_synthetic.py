@@ -13,16 +13,9 @@ from helpers import REPO
 
 from flashinfer_bench.data import Definition, TraceSet, Workload
 from flashinfer_bench.data.workload_check import check_workload
-from flashinfer_bench.tools.synthetic import (
-    UnsatisfiableWorkload,
-    build_inputs,
-    estimated_peak_bytes,
-    input_bytes,
-    small_axes,
-    synthesize,
-    write_missing_blobs,
-    write_synthetic_workload,
-)
+from flashinfer_bench.tools.memory import estimated_peak_bytes, input_bytes
+from flashinfer_bench.tools.synthetic import UnsatisfiableWorkload, build_inputs, small_axes, synthesize
+from flashinfer_bench.tools.workload_files import write_missing_blobs, write_synthetic_workload
 
 CORPUS = REPO.parent / "shared" / "corpus" / "flashinfer-trace"
 needs_corpus = pytest.mark.skipif(not (CORPUS / "definitions").is_dir(), reason=f"no dataset at {CORPUS}")
