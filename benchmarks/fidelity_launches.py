@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import timing_fidelity  # noqa: E402
 
 from flashinfer_bench.testing import bench_gpu_time_detailed  # noqa: E402
-from flashinfer_bench.timing import api  # noqa: E402
+from flashinfer_bench.timing import cuda_sampler  # noqa: E402
 from flashinfer_bench.timing.cupti_records import IterationSpan  # noqa: E402
 
 
@@ -33,7 +33,7 @@ def main() -> None:
     args = parser.parse_args()
     spans: list[IterationSpan] = []
     figures: list[float | None] = []
-    measure = api._CudaSampler._measure
+    measure = cuda_sampler.CudaSampler._measure
 
     def recording(self, indices):
         found = measure(self, indices)
@@ -41,7 +41,7 @@ def main() -> None:
         figures.append(self.device_launch_ns or self.launch_ns)
         return found
 
-    api._CudaSampler._measure = recording
+    cuda_sampler.CudaSampler._measure = recording
     device = torch.device("cuda:0")
     for name in args.cases.split(","):
         fn, fn_args = timing_fidelity.CASES[name](device)[:2]

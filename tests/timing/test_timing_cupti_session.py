@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from flashinfer_bench.timing import api, cupti_timer, notices
+from flashinfer_bench.timing import api, cuda_sampler, cupti_timer, notices
 from flashinfer_bench.timing.cupti_timer import CUPTI_MISSING, CuptiUnavailable
 from flashinfer_bench.timing.result import CUDA_EVENTS, CUPTI
 from flashinfer_bench.timing.steps import SampleSteps
@@ -306,8 +306,8 @@ def test_sampler_divides_by_calls_and_drops_empty_samples(monkeypatch):
     from flashinfer_bench.timing.cupti_records import IterationSpan
 
     spans = [IterationSpan(0, 2_000_000, 1, 1_000_000, 2_000_000), None, IterationSpan(0, 4_000_000, 1, 0, 4_000_000)]
-    monkeypatch.setattr(api, "measure_cupti", lambda *a, **k: spans)
-    sampler = api._CudaSampler(CUPTI, object(), NO_STEPS, 2, torch.device("cpu"), [])
+    monkeypatch.setattr(cuda_sampler, "measure_cupti", lambda *a, **k: spans)
+    sampler = cuda_sampler.CudaSampler(CUPTI, object(), NO_STEPS, 2, torch.device("cpu"), [])
     assert sampler(range(3)) == [1.0, 2.0]
     assert sampler.kernel_samples == [0.5, 2.0]  # kernel records alone, per call
     assert sampler.dropped == 1 and sampler.method == CUPTI
@@ -328,8 +328,8 @@ def test_sampler_lengthens_the_lead_in_while_the_host_is_late_and_carries_the_la
 
     spins = []
     monkeypatch.setattr(lead_in, "spin", spins.append)
-    monkeypatch.setattr(api, "measure_cupti", measure)
-    sampler = api._CudaSampler(CUPTI, object(), NO_STEPS, 1, torch.device("cpu"), [])
+    monkeypatch.setattr(cuda_sampler, "measure_cupti", measure)
+    sampler = cuda_sampler.CudaSampler(CUPTI, object(), NO_STEPS, 1, torch.device("cpu"), [])
     assert sampler(range(4)) == [0.006] * 4  # the batch measured again: one late sample in four is tolerated
     assert sampler.extra_lead_in_ns == 70_000  # 1.5 x the host's 40 us + 10 us
     assert spins == [int(70_000 * lead_in.MAX_SM_CYCLES_PER_NS)]  # the second try's lead-in ends with a spin
@@ -353,11 +353,11 @@ def test_traced_dry_runs_size_the_first_lead_in(monkeypatch):
         batches.append((len(indices), launch_ns))
         return dry if len(batches) == 1 else [span(0)] * len(indices)
 
-    monkeypatch.setattr(api, "measure_cupti", measure)
-    sampler = api._CudaSampler(CUPTI, object(), NO_STEPS, 1, torch.device("cpu"), [])
+    monkeypatch.setattr(cuda_sampler, "measure_cupti", measure)
+    sampler = cuda_sampler.CudaSampler(CUPTI, object(), NO_STEPS, 1, torch.device("cpu"), [])
     sampler.warm_up(10, traced=True)
     # The lead-in covers all but a quarter of the other nine (the 7th of 9 in order of lateness: 20 us).
-    assert sampler.extra_lead_in_ns == int(api.LEAD_IN_GROWTH * 20_000) + api.LEAD_IN_SLACK_NS
+    assert sampler.extra_lead_in_ns == int(cuda_sampler.LEAD_IN_GROWTH * 20_000) + cuda_sampler.LEAD_IN_SLACK_NS
     assert sampler.launch_ns == 900
     assert sampler(range(5)) == [0.006] * 5
     assert batches == [(10, None), (5, 900)]  # the first batch measured once, with the dry runs' launch gap
@@ -367,8 +367,8 @@ def test_dry_runs_with_the_host_early_leave_the_lead_in_alone(monkeypatch):
     from flashinfer_bench.timing.cupti_records import IterationSpan
 
     early = IterationSpan(0, 10_000, 1, 5_000, 6_000)
-    monkeypatch.setattr(api, "measure_cupti", lambda *a, **k: [early, early, None])
-    sampler = api._CudaSampler(CUPTI, object(), NO_STEPS, 1, torch.device("cpu"), [])
+    monkeypatch.setattr(cuda_sampler, "measure_cupti", lambda *a, **k: [early, early, None])
+    sampler = cuda_sampler.CudaSampler(CUPTI, object(), NO_STEPS, 1, torch.device("cpu"), [])
     sampler.warm_up(3, traced=True)
     assert sampler.extra_lead_in_ns == 0 and sampler.method == CUPTI
 
@@ -377,9 +377,9 @@ def test_untraced_dry_runs_run_each_step_once(monkeypatch):
     ran, synced = [], []
     steps = SampleSteps(lambda i: ran.append(("lead-in", i)), lambda i: ran.append(("call", i)),
                         lambda i: ran.append(("setup", i)))
-    monkeypatch.setattr(api, "measure_cupti", lambda *a, **k: pytest.fail("a graph's dry runs are not traced"))
+    monkeypatch.setattr(cuda_sampler, "measure_cupti", lambda *a, **k: pytest.fail("a graph's dry runs are not traced"))
     monkeypatch.setattr(torch.cuda, "synchronize", synced.append)
-    sampler = api._CudaSampler(CUPTI, object(), steps, 1, torch.device("cpu"), [])
+    sampler = cuda_sampler.CudaSampler(CUPTI, object(), steps, 1, torch.device("cpu"), [])
     sampler.warm_up(2, traced=False)
     assert ran == [("setup", 0), ("lead-in", 0), ("call", 0), ("setup", 1), ("lead-in", 1), ("call", 1)]
     assert len(synced) == 3  # after each call (a setup follows), and once at the end
@@ -392,8 +392,8 @@ def test_sampler_gives_up_lengthening_at_the_cap(monkeypatch):
     late = IterationSpan(0, 10_000, 1, 5_000, 6_000, estimated_gaps=1, first_late_ns=10 * lead_in.MAX_EXTRA_LEAD_IN_NS)
     tries = []
     monkeypatch.setattr(lead_in, "spin", lambda cycles: None)
-    monkeypatch.setattr(api, "measure_cupti", lambda *a, **k: tries.append(1) or [late])
-    sampler = api._CudaSampler(CUPTI, object(), NO_STEPS, 1, torch.device("cpu"), [])
+    monkeypatch.setattr(cuda_sampler, "measure_cupti", lambda *a, **k: tries.append(1) or [late])
+    sampler = cuda_sampler.CudaSampler(CUPTI, object(), NO_STEPS, 1, torch.device("cpu"), [])
     assert sampler(range(1)) == [0.006]
     assert sampler.extra_lead_in_ns == lead_in.MAX_EXTRA_LEAD_IN_NS and len(tries) == 2
     assert sampler.launch_ns is None and sampler.estimated_samples == 1
@@ -403,21 +403,21 @@ def test_sampler_falls_back_to_events_when_cupti_fails(monkeypatch, caplog):
     def broken(*a, **k):
         raise CuptiUnavailable("CUPTI could not trace (boom). Falling back to CUDA events.")
 
-    monkeypatch.setattr(api, "measure_cupti", broken)
-    monkeypatch.setattr(api, "measure_events", lambda prepare, body, indices, dev, setup=None: [3.0] * len(indices))
+    monkeypatch.setattr(cuda_sampler, "measure_cupti", broken)
+    monkeypatch.setattr(cuda_sampler, "measure_events", lambda prepare, body, indices, dev, setup=None: [3.0] * len(indices))
     monkeypatch.setattr(notices, "_already_logged", set())
     notes = []
-    sampler = api._CudaSampler(CUPTI, object(), NO_STEPS, 3, torch.device("cpu"), notes)
+    sampler = cuda_sampler.CudaSampler(CUPTI, object(), NO_STEPS, 3, torch.device("cpu"), notes)
     assert sampler(range(2)) == [1.0, 1.0]
     assert sampler.method == CUDA_EVENTS
     assert notes == ["CUPTI could not trace (boom). Falling back to CUDA events."]
 
 
 def test_sampler_falls_back_when_cupti_sees_no_gpu_work(monkeypatch):
-    monkeypatch.setattr(api, "measure_cupti", lambda *a, **k: [None, None])
-    monkeypatch.setattr(api, "measure_events", lambda prepare, body, indices, dev, setup=None: [0.5] * len(indices))
+    monkeypatch.setattr(cuda_sampler, "measure_cupti", lambda *a, **k: [None, None])
+    monkeypatch.setattr(cuda_sampler, "measure_events", lambda prepare, body, indices, dev, setup=None: [0.5] * len(indices))
     notes = []
-    sampler = api._CudaSampler(CUPTI, object(), NO_STEPS, 1, torch.device("cpu"), notes)
+    sampler = cuda_sampler.CudaSampler(CUPTI, object(), NO_STEPS, 1, torch.device("cpu"), notes)
     assert sampler(range(2)) == [0.5, 0.5]
     assert sampler.method == CUDA_EVENTS
     assert any("no GPU work" in n for n in notes)
