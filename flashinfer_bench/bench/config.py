@@ -2,11 +2,20 @@
 
 Resolution is a pure function of (BenchmarkConfig, Definition): definition config over op-type config over the
 global defaults, field by field; ``extra`` dicts are merged with ``dict.update`` in the same order.
+
+The names a config holds are checked against what a run will meet (``name_problems``): the definitions and
+solutions it filters on and the definitions it configures must be in the trace sets, the op types it configures
+in the trace sets or among KNOWN_OP_TYPES, and the ``extra`` keys among those the evaluators read (EXTRA_KEYS,
+and the ``extra_keys`` a registered custom evaluator declares). Each unknown name is a problem with the closest
+known names as a suggestion.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,6 +33,20 @@ Tolerance = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Ratio = Annotated[float, Field(gt=0, le=1)]
 
 EVAL_FIELDS = ("warmup_runs", "iterations", "num_trials", "rtol", "atol", "required_matched_ratio", "extra")
+
+#: Every ``extra`` key the bundled evaluators read (bench/evaluators/), with its meaning; docs/evaluators.md
+#: documents them. A custom evaluator declares its own in a class attribute ``extra_keys`` (a tuple of names),
+#: which ``known_extra_keys`` collects from the registered evaluators.
+EXTRA_KEYS: Mapping[str, str] = {
+    "sampling_validation_trials": "SamplingEvaluator: draws per trial scored by total variation distance "
+                                  "(default 100)",
+    "sampling_tvd_threshold": "SamplingEvaluator: the largest mean total variation distance that passes (0.2)",
+    "timed_check_probability": "every evaluator: the chance that a timed call's outputs are checked (0.125)",
+}
+#: Op types a config may tune without the trace set holding one: those of the public FlashInfer-Trace layout
+#: (docs/trace-format.md) and those the bundled eval_config.yaml tunes.
+KNOWN_OP_TYPES = frozenset({"gemm", "rmsnorm", "rope", "gqa_paged", "gqa_ragged", "mla_paged", "moe", "sampling",
+                            "dsa_paged", "gdn", "lowbit"})
 
 
 class EvalConfig(BaseModel):
@@ -149,3 +172,56 @@ def resolve_eval_config(config: BenchmarkConfig, definition: Definition) -> Reso
             else:
                 resolved[name] = value
     return ResolvedEvalConfig(**resolved, extra=extra)
+
+
+def known_extra_keys() -> set[str]:
+    """EXTRA_KEYS and the ``extra_keys`` of every registered evaluator."""
+    from flashinfer_bench.bench.evaluators import DefaultEvaluator
+    from flashinfer_bench.bench.evaluators.registry import _EVALUATORS
+
+    declared = {key for evaluator in (*_EVALUATORS, DefaultEvaluator) for key in getattr(evaluator, "extra_keys", ())}
+    return set(EXTRA_KEYS) | declared
+
+
+@dataclass(frozen=True)
+class NameProblem:
+    """A name in a config that a run will not meet: the field holding it and what is wrong, with a suggestion."""
+
+    field: str
+    message: str
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``; did you mean 'x'?`` for the closest known names (difflib), or "" when none is close."""
+    close = difflib.get_close_matches(name, sorted(set(known)), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+
+
+def _unknown(field: str, names: Iterable[str], known: Collection[str], what: str, *, keyed: bool) -> list[NameProblem]:
+    """A problem per name not in ``known``; ``keyed``: the names are keys of the field (named in the problem's
+    field), else its values."""
+    return [NameProblem(f"{field}.{name}" if keyed else field, f"'{name}' is not {what}{did_you_mean(name, known)}")
+            for name in names if name not in known]
+
+
+def name_problems(config: BenchmarkConfig, definitions: Mapping[str, str],
+                  solutions: Collection[str]) -> list[NameProblem]:
+    """The names in ``config`` that a run over trace sets holding ``definitions`` (name -> op type) and
+    ``solutions`` (names) will not meet (the module docstring)."""
+    definition = "a definition of the trace set(s)"
+    problems: list[NameProblem] = []
+    problems += _unknown("definitions", config.definitions or (), definitions, definition, keyed=False)
+    problems += _unknown("solutions", config.solutions or (), solutions, "a solution of the trace set(s)",
+                         keyed=False)
+    problems += _unknown("definition_config", config.definition_config, definitions, definition, keyed=True)
+    problems += _unknown("op_type_config", config.op_type_config, KNOWN_OP_TYPES | set(definitions.values()),
+                         "an op type of the trace set(s) or a known one", keyed=True)
+    extra_keys = known_extra_keys()
+    layers = [("extra", config.extra)]
+    layers += [(f"op_type_config.{name}.extra", layer.extra) for name, layer in config.op_type_config.items()]
+    layers += [(f"definition_config.{name}.extra", layer.extra) for name, layer in config.definition_config.items()]
+    for field, extra in layers:
+        problems += _unknown(field, extra or {}, extra_keys, "an extra key that an evaluator reads", keyed=True)
+    return problems

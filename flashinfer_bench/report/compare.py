@@ -34,9 +34,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
-from flashinfer_bench.report.summary import PASSED, geometric_mean
 from flashinfer_bench.report.noise import DEFAULT_NOISE
 from flashinfer_bench.report.results import Result
+from flashinfer_bench.report.summary import PASSED, geometric_mean
 
 SAME, FASTER, SLOWER = "SAME", "FASTER", "SLOWER"
 #: The smallest relative change called a change, however quiet both sides were: runs on different days differ

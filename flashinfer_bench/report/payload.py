@@ -8,12 +8,12 @@ from statistics import median
 from typing import Any
 
 import flashinfer_bench
-from flashinfer_bench.report.summary import Tally, summarize, summarize_authors
 from flashinfer_bench.data.trace import timestamp_now
 from flashinfer_bench.report.compare import FALSE_CALL_RATE, Comparison, DefinitionComparison, reading_order
 from flashinfer_bench.report.metrics import fast_p_curve, win_p_curve
 from flashinfer_bench.report.results import Result, environments
 from flashinfer_bench.report.sources import Run
+from flashinfer_bench.report.summary import Tally, summarize, summarize_authors
 
 
 def _round(value: float | None) -> float | None:

@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from flashinfer_bench.report.summary import UNKNOWN_AUTHOR, latest_traces, passed_latency
 from flashinfer_bench.data import Trace
 from flashinfer_bench.report.noise import Spread, read_spread
+from flashinfer_bench.report.summary import UNKNOWN_AUTHOR, latest_traces, passed_latency
 
 Interval = tuple[float, float]
 NOT_RECORDED = "not recorded"

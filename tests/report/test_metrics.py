@@ -5,8 +5,8 @@ import random
 import pytest
 from report_fixtures import make_trace
 
-from flashinfer_bench.report.summary import fraction_at_least, summarize
 from flashinfer_bench.report.metrics import FAST_P_MAX, fast_p_curve, step_curve, win_p_curve
+from flashinfer_bench.report.summary import fraction_at_least, summarize
 
 
 def value_at(curve, p):
