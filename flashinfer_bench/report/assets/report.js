@@ -11,6 +11,9 @@
   };
   var VERDICT_COLORS = { FASTER: "#1a9850", SLOWER: "#d73027", SAME: "#8c96a0" };
   var W = 640, H = 300, M = { left: 64, right: 16, top: 12, bottom: 46 };
+  var JUDGE_MARK = "\u2020";
+  var JUDGE_TEXT = JUDGE_MARK + " latency set by the judge's clock: the solution's own timing was not believed " +
+    "(its log says why); a bound that moves with the host's speed, not a measurement";
 
   // ------------------------------------------------------------------------------------------------ DOM helpers
   function h(tag, attrs, text, parent) {
@@ -167,12 +170,19 @@
     }
     var band = (W - M.left - M.right) / Math.max(n, 1);
     var xs = function (i) { return M.left + band * (i + 0.5); };
-    var varAxes = def.var_axes;
-    var labels = def.workloads.map(function (w, i) {
-      return varAxes.length && varAxes.length <= 3 ? varAxes.map(function (a) { return w.axes[a]; }).join("\u00b7") : "#" + (i + 1);
+    // each workload by the values of the axes that tell the workloads apart (payload.label_axes); a label two
+    // workloads would share gets its place in the order too
+    var labelAxes = def.label_axes;
+    var labels = def.workloads.map(function (w) {
+      return labelAxes.map(function (a) { return w.axes[a]; }).join("\u00b7");
+    });
+    var seenLabels = {};
+    labels.forEach(function (text) { seenLabels[text] = (seenLabels[text] || 0) + 1; });
+    labels = labels.map(function (text, i) {
+      return text === "" ? "#" + (i + 1) : seenLabels[text] > 1 ? text + " #" + (i + 1) : text;
     });
     var titles = def.workloads.map(function (w) { return axesText(w.axes) + " (" + w.uuid + ")"; });
-    var name = varAxes.length && varAxes.length <= 3 ? "workload (" + varAxes.join("\u00b7") + ")" : "workload";
+    var name = labelAxes.length ? "workload (" + labelAxes.join("\u00b7") + ")" : "workload";
     return { x: xs, order: function (w) { return w; }, connect: true, jitter: Math.min(band / 3, 10),
              draw: function (svg) { xAxisBand(svg, xs, labels, titles, name); } };
   }
@@ -210,13 +220,17 @@
           s("line", { x1: cx, x2: cx, y1: p.ci[0] === null ? H - M.bottom : y(p.ci[0]),
                       y2: p.ci[1] === null ? M.top : y(p.ci[1]), stroke: p.color || se.color, "stroke-width": 1.4 }, g);
         }
-        titled(s("circle", { "class": "mark", cx: cx, cy: y(p.y), r: 3.4, fill: p.color || se.color,
-                             stroke: "#fff", "stroke-width": 0.8 }, g), p.title);
+        // a latency the judge's clock set is drawn hollow
+        titled(s("circle", { "class": "mark" + (p.judge ? " judge" : ""), cx: cx, cy: y(p.y), r: 3.4,
+                             fill: p.judge ? "#fff" : p.color || se.color, stroke: p.judge ? p.color || se.color : "#fff",
+                             "stroke-width": p.judge ? 1.6 : 0.8 }, g), p.title);
       });
     });
   }
 
   // Step curves from exact breakpoints [[p, share], ...], share held until the next point.
+  // Step curves from exact breakpoints [[p, share], ...], share held until the next point; a curve that ends
+  // before pMax holds its last share (0 for fast_p, whose curves end past their largest speed-up) to pMax.
   function stepPlot(fig, curves, pMax, xLabel, yLabel) {
     var svg = frame(fig);
     var x = linear(0, pMax, M.left, W - M.right);
@@ -228,26 +242,45 @@
       for (var i = 1; i < c.points.length; i++) {
         d += " H" + x(c.points[i][0]).toFixed(1) + " V" + y(c.points[i][1]).toFixed(1);
       }
+      if (c.points[c.points.length - 1][0] < pMax) d += " H" + x(pMax).toFixed(1);
       titled(s("path", { "class": "mark", d: d, fill: "none", stroke: c.color, "stroke-width": 2, opacity: 0.9 }, svg),
              c.name);
     });
   }
+  // fast_p up to the farthest any curve reaches (payload: past its largest speed-up).
+  function fastPPlot(parent, id, title, curves) {
+    var pMax = Math.max.apply(null, curves.map(function (c) { return c.points[c.points.length - 1][0]; }));
+    var f = figure(parent, id, title, "p from 0 to " + num(pMax));
+    legend(f, curves);
+    stepPlot(f, curves, pMax, "p (speed-up over the reference)", "evaluations");
+  }
 
+  // Rows: solutions, labelled by what sets them apart (their whole name on hover); columns: workloads. The label
+  // column is as wide as the widest label, and the drawing widens rather than clip one.
   function statusGrid(fig, def) {
     var n = def.workloads.length, rows = def.solutions.length;
-    var labelWidth = 170, cell = Math.max(2, Math.min(40, (W - labelWidth - 10) / Math.max(n, 1)));
     var height = rows * 18 + 14;
-    var svg = s("svg", { viewBox: "0 0 " + W + " " + height, role: "img" }, fig);
+    var svg = s("svg", { role: "img" }, fig);
+    var texts = def.solutions.map(function (sol, r) {
+      var t = titled(s("text", { "class": "label", x: 0, y: r * 18 + 13, "text-anchor": "end" }, svg), sol.name);
+      t.appendChild(document.createTextNode(sol.label));
+      return t;
+    });
+    var widest = 0;
+    texts.forEach(function (t) { widest = Math.max(widest, t.getComputedTextLength()); });
+    var labelWidth = Math.ceil(widest) + 14;
+    var cell = Math.max(2, Math.min(40, (W - labelWidth - 10) / Math.max(n, 1)));
+    var width = Math.max(W, labelWidth + n * cell + 10);
+    svg.setAttribute("viewBox", "0 0 " + width + " " + height);
+    texts.forEach(function (t) { t.setAttribute("x", labelWidth - 8); });
     def.solutions.forEach(function (sol, r) {
-      var name = sol.name.length > 26 ? sol.name.slice(0, 25) + "\u2026" : sol.name;
-      titled(s("text", { "class": "label", x: labelWidth - 8, y: r * 18 + 13, "text-anchor": "end" }, svg), sol.name)
-        .appendChild(document.createTextNode(name));
       sol.points.forEach(function (p) {
         var w = def.workloads[p.w];
         var text = sol.name + " \u00b7 " + axesText(w.axes) + "\n" + p.status +
-          (p.ms !== null ? " \u00b7 " + ms(p.ms) + " ms" : "") + (p.log ? "\n" + p.log : "");
-        titled(s("rect", { "class": "mark", x: labelWidth + p.w * cell, y: r * 18 + 2, width: Math.max(cell - 1, 1),
-                           height: 15, fill: STATUS_COLORS[p.status] || "#333" }, svg), text);
+          (p.ms !== null ? " \u00b7 " + ms(p.ms) + " ms" : "") + (p.judge ? " " + JUDGE_TEXT : "") +
+          (p.log ? "\n" + p.log : "");
+        titled(s("rect", { "class": "mark" + (p.judge ? " judge" : ""), x: labelWidth + p.w * cell, y: r * 18 + 2,
+                           width: Math.max(cell - 1, 1), height: 15, fill: STATUS_COLORS[p.status] || "#333" }, svg), text);
       });
     });
   }
@@ -298,6 +331,10 @@
     var c = data.counts;
     [count(c.definitions, "definition"), count(c.solutions, "solution"), count(c.authors, "author"),
      count(c.evaluations, "evaluation"), c.passed + " passed"].forEach(function (t) { h("span", {}, t, counts); });
+    if (c.judge_set) {
+      h("span", { "class": "judge", title: JUDGE_TEXT }, c.judge_set + " latencies set by the judge's clock " + JUDGE_MARK,
+        counts);
+    }
   }
 
   function environmentSection(main, data) {
@@ -335,10 +372,8 @@
     var colored = data.authors.map(function (a, i) { return { name: a.name, color: PALETTE[i % PALETTE.length], a: a }; });
     var withFast = colored.filter(function (c) { return c.a.fast_p.length; });
     if (withFast.length) {
-      var f = figure(plots, "authors:fast_p", "fast_p per author", "p from 0 to 10");
-      legend(f, withFast);
-      stepPlot(f, withFast.map(function (c) { return { name: c.name, color: c.color, points: c.a.fast_p }; }),
-               10, "p (speed-up over the reference)", "evaluations");
+      fastPPlot(plots, "authors:fast_p", "fast_p per author",
+                withFast.map(function (c) { return { name: c.name, color: c.color, points: c.a.fast_p }; }));
     }
     var withWin = colored.filter(function (c) { return c.a.win_p.length; });
     if (withWin.length) {
@@ -354,8 +389,21 @@
     var title = h("h2", {}, def.name, card);
     h("small", {}, (def.op_type ? def.op_type + " \u00b7 " : "") + def.workloads.length + " workloads \u00b7 " +
       def.solutions.length + " solutions", title);
-    table(card, [{ key: "name", title: "solution" }, { key: "author", title: "author", name: true }].concat(STAT_COLUMNS),
-      def.solutions.map(function (sol) { var row = statCells(sol.stats); row.name = sol.name; row.author = sol.author; return row; }));
+    if (def.label_note) h("p", { "class": "note" }, "Solutions are labelled by what sets them apart: " + def.label_note +
+      " (hover a label for the whole name).", card);
+    var judgeSet = def.solutions.reduce(function (sum, sol) { return sum + sol.stats.judge_set; }, 0);
+    if (judgeSet) h("p", { "class": "note judge" }, count(judgeSet, "evaluation") + " here: " + JUDGE_TEXT +
+      ". Drawn hollow in the plots and faded in the status grid.", card);
+    var judgeColumn = judgeSet ? [{ key: "judge", title: "judge-set latencies " + JUDGE_MARK }] : [];
+    table(card, [{ key: "name", title: "solution" }, { key: "author", title: "author", name: true }]
+      .concat(STAT_COLUMNS, judgeColumn),
+      def.solutions.map(function (sol) {
+        var row = statCells(sol.stats);
+        row.name = sol.label === sol.name ? sol.name : { text: sol.label, title: sol.name };
+        row.author = sol.author;
+        row.judge = sol.stats.judge_set ? { text: String(sol.stats.judge_set), cls: "judge" } : "-";
+        return row;
+      }));
     var colors = {};
     def.solutions.forEach(function (sol, i) { colors[sol.name] = PALETTE[i % PALETTE.length]; });
 
@@ -363,7 +411,11 @@
     var select = h("select", {}, null, controls);
     h("option", { value: "" }, "every workload, in order", select);
     def.var_axes.forEach(function (a) { h("option", { value: a }, a, select); });
-    select.value = def.var_axes.length === 1 ? def.var_axes[0] : "";
+    // a single axis that tells every workload apart is drawn to scale; otherwise every workload in order
+    var single = def.label_axes.length === 1 ? def.label_axes[0] : null;
+    var distinctValues = single !== null &&
+      new Set(def.workloads.map(function (w) { return w.axes[single]; })).size === def.workloads.length;
+    select.value = distinctValues ? single : "";
     var plots = h("div", { "class": "plots" }, null, card);
     var byAxis = h("div", { style: "display:contents" }, null, plots);
     function drawAxisPlots() {
@@ -382,20 +434,21 @@
 
     var withFast = def.solutions.filter(function (sol) { return sol.fast_p.length; });
     if (withFast.length) {
-      var f = figure(plots, "fast_p:" + def.name, "fast_p per solution", "p from 0 to 10");
-      legend(f, withFast.map(function (sol) { return { name: sol.name, color: colors[sol.name] }; }));
-      stepPlot(f, withFast.map(function (sol) { return { name: sol.name, color: colors[sol.name], points: sol.fast_p }; }),
-               10, "p (speed-up over the reference)", "evaluations");
+      fastPPlot(plots, "fast_p:" + def.name, "fast_p per solution", withFast.map(function (sol) {
+        return { name: sol.label, color: colors[sol.name], points: sol.fast_p };
+      }));
     }
     if (def.comparison) comparisonBlock(card, def);
   }
 
   function axisPlots(parent, def, layout, colors) {
     var latency = def.solutions.map(function (sol) {
-      return { name: sol.name, color: colors[sol.name], points: sol.points.filter(function (p) { return p.ms !== null; })
+      return { name: sol.label, color: colors[sol.name], points: sol.points.filter(function (p) { return p.ms !== null; })
         .map(function (p) {
-          return { w: p.w, y: p.ms, ci: p.ci, title: sol.name + " \u00b7 " + axesText(def.workloads[p.w].axes) + "\n" +
-            ms(p.ms) + " ms" + interval(p.ci, ms) + (p.method ? " \u00b7 " + p.method : "") };
+          return { w: p.w, y: p.ms, ci: p.ci, judge: p.judge,
+            title: sol.name + " \u00b7 " + axesText(def.workloads[p.w].axes) + "\n" +
+            ms(p.ms) + " ms" + interval(p.ci, ms) + (p.method ? " \u00b7 " + p.method : "") +
+            (p.judge ? "\n" + JUDGE_TEXT : "") };
         }) };
     }).filter(function (se) { return se.points.length; });
     if (latency.length) {
@@ -409,10 +462,11 @@
       seriesPlot(f, layout, all, "latency (ms, log scale)");
     }
     var speedup = def.solutions.map(function (sol) {
-      return { name: sol.name, color: colors[sol.name], points: sol.points.filter(function (p) { return p.sp !== null; })
+      return { name: sol.label, color: colors[sol.name], points: sol.points.filter(function (p) { return p.sp !== null; })
         .map(function (p) {
-          return { w: p.w, y: p.sp, ci: p.sp_ci, title: sol.name + " \u00b7 " + axesText(def.workloads[p.w].axes) + "\n" +
-            times(p.sp) + interval(p.sp_ci, times) };
+          return { w: p.w, y: p.sp, ci: p.sp_ci, judge: p.judge,
+            title: sol.name + " \u00b7 " + axesText(def.workloads[p.w].axes) + "\n" +
+            times(p.sp) + interval(p.sp_ci, times) + (p.judge ? "\n" + JUDGE_TEXT : "") };
         }) };
     }).filter(function (se) { return se.points.length; });
     if (speedup.length) {
@@ -499,12 +553,38 @@
   }
 
   // ---------------------------------------------------------------------------------------------------- checking
+  // What the reader cannot see whole at this window's size: text outside its drawing, and tables wider than their
+  // card (which then scroll sideways). The browser tests require none at the screenshot's width.
+  function clipped() {
+    var found = [];
+    document.querySelectorAll("svg").forEach(function (svg) {
+      var box = svg.getBoundingClientRect();  // on screen, so that rotated text is measured as drawn
+      svg.querySelectorAll("text").forEach(function (t) {
+        var b = t.getBoundingClientRect();
+        if (b.left < box.left - 1 || b.right > box.right + 1 || b.top < box.top - 1 || b.bottom > box.bottom + 1) {
+          var shown = Array.prototype.filter.call(t.childNodes, function (n) { return n.nodeType === 3; })
+            .map(function (n) { return n.nodeValue; }).join("");  // without its hover title
+          found.push("text '" + shown + "'");
+        }
+      });
+    });
+    document.querySelectorAll(".scroll").forEach(function (wrap) {
+      if (wrap.scrollWidth > wrap.clientWidth + 1) {
+        var section = wrap.closest("section");
+        found.push("a table of " + (section ? section.id : "the page") + " (" + wrap.scrollWidth + " px in " +
+                   wrap.clientWidth + " px)");
+      }
+    });
+    return found;
+  }
+
   function selfCheck() {
     var figures = document.querySelectorAll("figure[data-plot]");
     var empty = [];
     figures.forEach(function (f) { if (!f.querySelector("svg .mark")) empty.push(f.getAttribute("data-plot")); });
     var check = document.getElementById("fib-selfcheck");
     check.setAttribute("data-plots", String(figures.length));
+    check.setAttribute("data-clipped", clipped().join(" | "));
     if (empty.length) window.fibReportError("plots without data: " + empty.join(", "));
     if (!window.fibErrors.length) check.setAttribute("data-status", "ok");
   }
