@@ -3,7 +3,7 @@ a mistyped --local is reported before any worker starts, a trace set with nothin
 --fail-on-failure gives CI an exit status."""
 
 import pytest
-from helpers import SCALE_ADD, python_solution, scale_add_set, workload_line, write_trace_set
+from helpers import REPO, SCALE_ADD, python_solution, scale_add_set, workload_line, write_trace_set
 
 from flashinfer_bench.bench.config import (
     EXTRA_KEYS,
@@ -127,3 +127,13 @@ def test_fail_on_failure_gives_ci_an_exit_status(tmp_path, capsys):
     assert "failure: 1 evaluation(s) of this run did not pass" in capsys.readouterr().err
     good = scale_add_set(tmp_path / "good", {"good": OK}, sizes=(8,))
     assert main(["run", "--local", str(good), *FAST, "--fail-on-failure"]) == 0
+
+
+def test_the_public_dataset_as_shipped_says_why_nothing_runs(capsys):
+    """The real FlashInfer-Trace dataset (definitions and workloads, no solutions), read in place."""
+    corpus = REPO.parent / "shared" / "corpus" / "flashinfer-trace"
+    if not corpus.is_dir():
+        pytest.skip(f"{corpus} is not on this machine")
+    assert main(["run", "--local", str(corpus), "--no-save-results"]) == 0
+    out = capsys.readouterr().out
+    assert f"nothing to evaluate: {corpus}/solutions holds no solution (the public dataset ships without them)" in out
