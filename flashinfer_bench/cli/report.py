@@ -141,14 +141,17 @@ def author_table(summaries: dict[str, AuthorSummary]) -> Table:
 
 
 def best_table(summaries: dict[str, dict[str, SolutionSummary]]) -> Table:
+    best = best_solutions(summaries)
+    judge_note = JUDGE_NOTE if any(b is not None and b.judge_set for b in best.values()) else None
     table = _table("best solution per definition", {"definition": "name", "solution": "name",
-                                                     "workloads passed": "right", "mean speedup": "right"})
-    for definition, best in sorted(best_solutions(summaries).items()):
-        if best is None:
+                                                     "workloads passed": "right", "mean speedup": "right"},
+                   caption=judge_note)
+    for definition, chosen in sorted(best.items()):
+        if chosen is None:
             table.add_row(Text(definition), "(none passed every workload)", "-", "-")
         else:
-            table.add_row(Text(definition), Text(best.solution), f"{best.passed}/{best.evaluated}",
-                          f"{best.mean_speedup:.2f}x")
+            table.add_row(Text(definition), Text(chosen.solution), f"{chosen.passed}/{chosen.evaluated}",
+                          f"{chosen.mean_speedup:.2f}x" + (JUDGE_MARK if chosen.judge_set else ""))
     return table
 
 

@@ -36,3 +36,11 @@ def test_compare_marks_the_side_whose_latency_the_judge_set(tmp_path, capsys):
         base_ms, candidate_ms, band = cells[2], cells[3], cells[5]
         assert "\u2020" not in base_ms and candidate_ms.endswith("\u2020") and band == "any\u2020"
     assert "\u2020 4 timed evaluation(s) had a side whose latency the judge's clock set" in out
+
+
+def test_best_marks_a_speed_up_from_judge_set_latencies(tmp_path, capsys):
+    root = write_results_set(tmp_path / "set", judge_bounded={"dec_triton"})
+    assert main(["best", "--local", str(root)]) == 0
+    out = capsys.readouterr().out
+    (row,) = rows_with(out, "dec_triton")
+    assert row.rstrip(" \u2502").endswith("\u2020") and "\u2020 a latency the judge's clock set" in out
