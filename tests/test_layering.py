@@ -2,7 +2,7 @@
 in which process a line runs, and the imports keep to it.
 
 - the judge (``bench/judge/``, ``bench/evaluators/``) never imports the worker (``bench/worker/``), nor the other way;
-- neither imports the parent (``bench/runner/``, ``bench/benchmark.py``);
+- neither imports the parent (``bench/runner/``, ``bench/benchmark.py``, ``bench/config_check.py``);
 - what both sides use (``bench/*.py``, ``bench/wire/``) imports neither side, nor the parent;
 - nothing under ``bench/`` imports upward into ``cli/`` or ``report/``;
 - no import cycle anywhere in the package (imports inside functions and under TYPE_CHECKING count too);
@@ -22,7 +22,7 @@ NAME = "flashinfer_bench"
 
 JUDGE = ("bench.judge", "bench.evaluators")
 WORKER = ("bench.worker",)
-PARENT = ("bench.runner", "bench.benchmark")
+PARENT = ("bench.runner", "bench.benchmark", "bench.config_check")
 SHARED_PACKAGES = ("bench.wire",)
 FORBIDDEN = [
     (JUDGE, WORKER, "the judge imports the worker"),

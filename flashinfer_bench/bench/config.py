@@ -2,11 +2,18 @@
 
 Resolution is a pure function of (BenchmarkConfig, Definition): definition config over op-type config over the
 global defaults, field by field; ``extra`` dicts are merged with ``dict.update`` in the same order.
+
+The names a config holds are checked against what a run will meet (``config_check.name_problems``): the definitions and
+solutions it filters on and the definitions it configures must be in the trace sets, the op types it configures
+in the trace sets or among KNOWN_OP_TYPES, and the ``extra`` keys among those the evaluators read (EXTRA_KEYS,
+and the ``extra_keys`` a registered custom evaluator declares). Each unknown name is a problem with the closest
+known names as a suggestion.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,6 +31,20 @@ Tolerance = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Ratio = Annotated[float, Field(gt=0, le=1)]
 
 EVAL_FIELDS = ("warmup_runs", "iterations", "num_trials", "rtol", "atol", "required_matched_ratio", "extra")
+
+#: Every ``extra`` key the bundled evaluators read (bench/evaluators/), with its meaning; docs/evaluators.md
+#: documents them. A custom evaluator declares its own in a class attribute ``extra_keys`` (a tuple of names),
+#: which ``known_extra_keys`` collects from the registered evaluators.
+EXTRA_KEYS: Mapping[str, str] = {
+    "sampling_validation_trials": "SamplingEvaluator: draws per trial scored by total variation distance "
+                                  "(default 100)",
+    "sampling_tvd_threshold": "SamplingEvaluator: the largest mean total variation distance that passes (0.2)",
+    "timed_check_probability": "every evaluator: the chance that a timed call's outputs are checked (0.125)",
+}
+#: Op types a config may tune without the trace set holding one: those of the public FlashInfer-Trace layout
+#: (docs/trace-format.md) and those the bundled eval_config.yaml tunes.
+KNOWN_OP_TYPES = frozenset({"gemm", "rmsnorm", "rope", "gqa_paged", "gqa_ragged", "mla_paged", "moe", "sampling",
+                            "dsa_paged", "gdn", "lowbit"})
 
 
 class EvalConfig(BaseModel):

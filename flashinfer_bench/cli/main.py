@@ -3,45 +3,33 @@
 Flags of `run` mirror BenchmarkConfig's fields; they are applied on top of the YAML (bundled or --config).
 Bad input is reported in one line and exits with status 2; a file that cannot be loaded is reported in one
 line each, the rest is used, and the command then exits with status 2. `validate` exits 1 when it finds
-problems, `report compare --fail-on-regression` when a result regressed.
+problems, `report compare --fail-on-regression` when a result regressed, `run --fail-on-failure` when an
+evaluation did not pass.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from flashinfer_bench.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_PROBLEMS_FOUND,
+    STARTED,
+    load_config,
+    report_problems,
+)
+
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from flashinfer_bench.bench.config import BenchmarkConfig
-    from flashinfer_bench.bench.runner.base import Runner
     from flashinfer_bench.report.sources import Run
 
-EXIT_PROBLEMS_FOUND = 1
-EXIT_BAD_INPUT = 2
-#: As a shell reports a process ended by SIGINT.
-EXIT_INTERRUPTED = 130
-
-#: CLI flag -> BenchmarkConfig field
-RUN_OVERRIDES = {
-    "definitions": "definitions",
-    "solutions": "solutions",
-    "rtol": "rtol",
-    "atol": "atol",
-    "iterations": "iterations",
-    "warmup_runs": "warmup_runs",
-    "num_trials": "num_trials",
-    "timeout": "timeout_seconds",
-    "use_isolated_runner": "use_isolated_runner",
-    "ray_address": "ray_address",
-}
-
+__all__ = ["build_parser", "load_config", "main"]
 
 def _add_local(parser: argparse.ArgumentParser, what: str = "trace-set folder(s)") -> None:
     # `--local A B` and upstream's repeated `--local A --local B` both work.
@@ -97,6 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--save-results", action=argparse.BooleanOptionalAction, default=True,
                      help="append traces to traces/<author>/<op_type>/<definition>.jsonl as they are produced")
     run.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    run.add_argument("--fail-on-failure", action="store_true",
+                     help="exit 1 when an evaluation of this run did not pass (for CI)")
 
     report = commands.add_parser("report", help="summarise, rank or merge stored results")
     reports = report.add_subparsers(dest="report_command", required=True)
@@ -139,16 +129,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def report_problems(problems: Sequence[Exception], skipped_lines: Sequence[Exception] = ()) -> int:
-    """Print what could not be loaded, one line each; returns how many input files (or lines) had problems.
-    Skipped result lines are printed as warnings and not counted: result files are the tool's own output."""
-    for problem in problems:
-        print(f"error: {problem}", file=sys.stderr)
-    for problem in skipped_lines:
-        print(f"warning: skipped a result line: {problem}", file=sys.stderr)
-    return len(problems)
-
-
 def load_reported(paths: Sequence[str]) -> tuple[Run, int]:
     """The result traces under ``paths`` (a spinner meanwhile on a terminal), with their problems printed."""
     from flashinfer_bench.cli.report import working
@@ -159,93 +139,8 @@ def load_reported(paths: Sequence[str]) -> tuple[Run, int]:
     return run, report_problems(run.problems, run.warnings)
 
 
-def load_config(args: argparse.Namespace) -> BenchmarkConfig:
-    from flashinfer_bench.bench import BenchmarkConfig
-
-    overrides = {field: getattr(args, flag) for flag, field in RUN_OVERRIDES.items()}
-    if args.config:
-        return BenchmarkConfig.from_yaml(args.config, **overrides)
-    return BenchmarkConfig.default(**overrides)
-
-
-def stop_at_once_on_a_second_interrupt() -> None:
-    """The first Ctrl-C stops the run cleanly (a KeyboardInterrupt: no verdict is recorded after it, and the judges
-    and workers are stopped, which can take seconds); a second one ends this process at once. Nothing is half
-    written either way: every trace line is one append, and none is made after the first."""
-
-    def second(signum: int, frame: object) -> None:
-        os.write(2, b"interrupted again: stopped at once; traces already written are kept\n")
-        os._exit(EXIT_INTERRUPTED)
-
-    def first(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGINT, second)
-        os.write(2, b"interrupted: stopping the run (Ctrl-C again to stop at once)\n")
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, first)
-
-
-def command_run(args: argparse.Namespace, console: Console) -> int:
-    logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
-    stop_at_once_on_a_second_interrupt()
-    config = load_config(args)
-    if config.cluster_address() is None:
-        from flashinfer_bench.bench.runner.server import start_worker_server
-
-        start_worker_server()  # first, so its imports (torch, ...) overlap with this process's own
-    cluster_runner = start_cluster_runner(config)
-    try:
-        return run_trace_sets(args, console, config, cluster_runner)
-    finally:
-        if cluster_runner is not None:
-            cluster_runner.close()
-
-
-def start_cluster_runner(config: BenchmarkConfig) -> Runner | None:
-    """On a Ray cluster, the runner of the first trace set, started before anything heavy is imported or read: its
-    device hosts (a Ray worker, a device process, a judge on each device) start while this process imports torch and
-    reads the trace sets, as a local run's worker server does. None for a local run (each trace set's Benchmark
-    starts its runner: ``default_runner``, which asks the same ``config.cluster_address()``)."""
-    if config.cluster_address() is None:
-        return None
-    from flashinfer_bench.bench.benchmark import default_runner
-
-    return default_runner(config)
-
-
-def run_trace_sets(args: argparse.Namespace, console: Console, config: BenchmarkConfig,
-                   cluster_runner: Runner | None) -> int:
-    from flashinfer_bench.bench import Benchmark
-    from flashinfer_bench.cli.report import TerminalProgress, summary_tables
-    from flashinfer_bench.data import TraceSet
-    from flashinfer_bench.report.summary import summarize
-
-    trace_sets = [TraceSet.from_path(path) for path in args.local]
-    problems = 0
-    for index, trace_set in enumerate(trace_sets):
-        console.print(f"trace set {trace_set.root}", highlight=False)
-        problems += report_problems(trace_set.problems, trace_set.trace_problems)
-        # The runner started ahead serves the first trace set; the next ones start their own (on a cluster, once
-        # its device hosts have gone: closing is idempotent).
-        started = cluster_runner if index == 0 else None
-        factory = (lambda _, runner=started: runner) if started is not None else None
-        benchmark = Benchmark(trace_set, config, progress=TerminalProgress(), runner_factory=factory)
-        result = benchmark.run_all(save_results=args.save_results, resume=args.resume)
-        if started is not None:
-            started.close()
-        new_traces = list(benchmark.iter_new_traces(result))
-        authors = {s.name: s.author for solutions in trace_set.solutions.values() for s in solutions}
-        for table in summary_tables(summarize(new_traces, authors)):
-            console.print(table)
-    if problems:
-        print(f"error: {problems} file(s) or line(s) could not be loaded (listed above); the rest was run",
-              file=sys.stderr)
-        return EXIT_BAD_INPUT
-    return 0
-
-
 def command_summary(args: argparse.Namespace, console: Console, *, best: bool) -> int:
-    from flashinfer_bench.cli.report import author_table, best_table, summary_tables
+    from flashinfer_bench.cli.report import author_table, best_table, print_tables, summary_tables
     from flashinfer_bench.report.summary import summarize, summarize_authors
 
     problems = 0
@@ -257,11 +152,9 @@ def command_summary(args: argparse.Namespace, console: Console, *, best: bool) -
             console.print(f"{path}: no result traces yet (run `flashinfer-bench run --local {path}`)", highlight=False)
             continue
         if best:
-            console.print(best_table(summaries))
+            print_tables(console, [best_table(summaries)])
             continue
-        for table in summary_tables(summaries):
-            console.print(table)
-        console.print(author_table(summarize_authors(run.traces, run.authors)))
+        print_tables(console, [*summary_tables(summaries), author_table(summarize_authors(run.traces, run.authors))])
     return EXIT_BAD_INPUT if problems else 0
 
 
@@ -295,7 +188,7 @@ def command_visualize(args: argparse.Namespace, console: Console) -> int:
 
 
 def command_compare(args: argparse.Namespace, console: Console) -> int:
-    from flashinfer_bench.cli.report import comparison_notes, comparison_tables, working
+    from flashinfer_bench.cli.report import comparison_notes, comparison_tables, print_tables, working
     from flashinfer_bench.report.compare import compare_runs
     from flashinfer_bench.report.results import results
 
@@ -305,8 +198,7 @@ def command_compare(args: argparse.Namespace, console: Console) -> int:
     with working("comparing"):
         comparison = compare_runs(results(base.traces, base.authors), results(candidate.traces, candidate.authors),
                                   **_noise_options(args))
-    for table in comparison_tables(comparison, changes_only=args.changes_only):
-        console.print(table)
+    print_tables(console, comparison_tables(comparison, changes_only=args.changes_only))
     for note in comparison_notes(comparison):
         console.print(note, highlight=False)
     if problems:
@@ -350,16 +242,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return routine_main(argv[1:])
     args = build_parser().parse_args(argv)
+    if args.command == "run":
+        from flashinfer_bench.cli.run_checks import missing_folders
+
+        if report_problems(missing_folders(args.local)):  # before any worker starts
+            return EXIT_BAD_INPUT
     from rich.console import Console
 
     from flashinfer_bench.bench.runner.ray.cluster import RayClusterError
     from flashinfer_bench.data import TraceSetError
 
-    # Off a terminal rich would wrap at 80 columns; long definition and solution names stay whole in logs.
-    console = Console() if sys.stdout.isatty() else Console(width=200)
+    # Off a terminal rich would wrap at 80 columns; long definition and solution names stay whole in logs, unless
+    # $COLUMNS says how wide the output may be. Names are printed as text, never as markup (cli/report.py).
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 200
+    console = Console(width=width, markup=False)
     try:
         if args.command == "run":
-            return command_run(args, console)
+            from flashinfer_bench.cli.run import command_run
+
+            return command_run(args, console, started=STARTED)
         if args.command == "validate":
             return command_validate(args, console)
         if args.command == "report" and args.report_command == "merge":

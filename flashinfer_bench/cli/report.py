@@ -1,27 +1,23 @@
-"""Rendering summaries, comparisons and progress for the terminal (rich tables; plain lines when not on a
-terminal)."""
+"""Rendering summaries and comparisons for the terminal (rich tables), and a spinner for long steps.
+
+Every name, path and log excerpt from a trace set goes into a table as ``rich.text.Text``, never as markup: a
+solution named ``[/]`` or ``[bold red]x`` is printed as it is written. Name columns fold a name too long for the
+terminal onto more lines instead of cutting it, and solutions are labelled by what sets them apart
+(report/labels.py).
+"""
 
 from __future__ import annotations
 
 import math
-import sys
-import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from flashinfer_bench.data import Trace
+from flashinfer_bench.cli.progress import TerminalProgress
 from flashinfer_bench.report.compare import (
     FALSE_CALL_RATE,
     FASTER,
@@ -31,7 +27,17 @@ from flashinfer_bench.report.compare import (
     Match,
     reading_order,
 )
+from flashinfer_bench.report.labels import prefix_note, short_labels
+from flashinfer_bench.report.results import Result
 from flashinfer_bench.report.summary import AuthorSummary, SolutionSummary, Tally, best_solutions
+
+__all__ = ["TerminalProgress", "author_table", "best_table", "comparison_notes", "comparison_tables",
+           "print_tables", "summary_tables", "working"]
+
+#: Marks a latency that the judge's clock set: the solution's own timing claim was not believed.
+JUDGE_MARK = "\u2020"
+JUDGE_NOTE = (f"{JUDGE_MARK} a latency the judge's clock set in at least one trial: the solution's own timing was "
+              "not believed (the trace's log says why); a bound that moves with the host's speed, not a measurement")
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -46,6 +52,53 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.0f}%"
 
 
+def _table(title: str, columns: dict[str, str], *, caption: str | None = None) -> Table:
+    """A table titled ``title`` (as text) with ``columns`` (name -> "name" for a column of names, which folds a
+    long one onto more lines, "left" or "right")."""
+    table = Table(title=Text(title), title_justify="left", caption=Text(caption) if caption else None,
+                  caption_justify="left")
+    for column, kind in columns.items():
+        if kind == "name":
+            table.add_column(column, justify="left", overflow="fold")
+        else:
+            table.add_column(column, justify=kind)
+    return table
+
+
+#: The narrowest a column of names gets before the table grows wider than the terminal: a longer name is folded.
+NAME_MIN_WIDTH = 16
+
+
+def print_tables(console: Console, tables: Iterable[Table]) -> None:
+    """Print each table so that no number or status is cut: a table wider than the terminal gets its value
+    columns at the width of their widest value (headers wrap at spaces) and its name columns fold their names
+    (never cut) down to NAME_MIN_WIDTH; one that needs more than the terminal's width even so is printed wider
+    (the terminal wraps its lines) rather than cropped."""
+    for table in tables:
+        natural = needed = len(table.columns) * 3 + 1  # padding either side of each column, and the borders
+        for column in table.columns:
+            widest = max((_cell_len(cell) for cell in column.cells), default=1)
+            natural += max(widest, _cell_len(column.header))
+            widest_word = max((len(word) for word in str(column.header).split()), default=1)
+            fold = column.overflow == "fold"
+            column.min_width = max(widest_word, min(widest, NAME_MIN_WIDTH) if fold else widest)
+            needed += column.min_width
+        if natural > console.width:
+            for column in table.columns:
+                if column.overflow != "fold":
+                    column.width = column.min_width
+        width = console.width
+        console.width = max(width, needed)  # Console.print's own width argument cannot exceed the console's
+        try:
+            console.print(table, crop=False)
+        finally:
+            console.width = width
+
+
+def _cell_len(cell: object) -> int:
+    return cell.cell_len if isinstance(cell, Text) else Text(str(cell)).cell_len
+
+
 STAT_COLUMNS = ("success", "mean speedup", "geomean speedup", "fast_1", "fast_2", "win rate")
 
 
@@ -54,81 +107,100 @@ def _stat_cells(tally: Tally) -> list[str]:
             _pct(tally.fast_p(1.0)), _pct(tally.fast_p(2.0)), _pct(tally.win_rate)]
 
 
+def _captions(*notes: str | None) -> str | None:
+    return "\n".join(note for note in notes if note) or None
+
+
 def summary_tables(summaries: dict[str, dict[str, SolutionSummary]]) -> list[Table]:
+    """Per definition, a row per solution; a mean latency that includes latencies the judge's clock set is
+    marked (JUDGE_MARK) and the caption says how many."""
     tables = []
     for definition, by_solution in sorted(summaries.items()):
-        table = Table(title=definition, title_justify="left")
-        for column in ("solution", "author", "passed", "statuses", "mean latency (ms)", *STAT_COLUMNS):
-            table.add_column(column, justify="left" if column in ("solution", "author", "statuses") else "right")
+        labels, prefix = short_labels(sorted(by_solution), definition)
+        judge_set = sum(summary.judge_set for summary in by_solution.values())
+        judge_note = (f"{JUDGE_NOTE} ({judge_set} evaluation(s) here)" if judge_set else None)
+        table = _table(definition, {"solution": "name", "author": "name", "passed": "right", "statuses": "left",
+                                    "mean latency (ms)": "right", **dict.fromkeys(STAT_COLUMNS, "right")},
+                       caption=_captions(prefix_note(prefix, definition), judge_note))
         for name, summary in sorted(by_solution.items()):
             statuses = ", ".join(f"{k} {v}" for k, v in sorted(summary.statuses.items()))
-            table.add_row(name, summary.author, f"{summary.passed}/{summary.evaluated}", statuses,
-                          _fmt(summary.mean_latency_ms, 4), *_stat_cells(summary))
+            latency = _fmt(summary.mean_latency_ms, 4) + (JUDGE_MARK if summary.judge_set else "")
+            table.add_row(Text(labels[name]), Text(summary.author), f"{summary.passed}/{summary.evaluated}",
+                          statuses, latency, *_stat_cells(summary))
         tables.append(table)
     return tables
 
 
 def author_table(summaries: dict[str, AuthorSummary]) -> Table:
-    table = Table(title="per author", title_justify="left")
-    for column in ("author", "definitions", "passed", *STAT_COLUMNS):
-        table.add_column(column, justify="left" if column == "author" else "right")
+    table = _table("per author", {"author": "name", "definitions": "right", "passed": "right",
+                                  **dict.fromkeys(STAT_COLUMNS, "right")})
     for author, summary in sorted(summaries.items()):
-        table.add_row(author, str(len(summary.definitions)), f"{summary.passed}/{summary.evaluated}",
+        table.add_row(Text(author), str(len(summary.definitions)), f"{summary.passed}/{summary.evaluated}",
                       *_stat_cells(summary))
     return table
 
 
 def best_table(summaries: dict[str, dict[str, SolutionSummary]]) -> Table:
-    table = Table(title="best solution per definition", title_justify="left")
-    for column in ("definition", "solution", "workloads passed", "mean speedup"):
-        table.add_column(column)
-    for definition, best in sorted(best_solutions(summaries).items()):
-        if best is None:
-            table.add_row(definition, "(none passed every workload)", "-", "-")
+    best = best_solutions(summaries)
+    judge_note = JUDGE_NOTE if any(b is not None and b.judge_set for b in best.values()) else None
+    table = _table("best solution per definition", {"definition": "name", "solution": "name",
+                                                     "workloads passed": "right", "mean speedup": "right"},
+                   caption=judge_note)
+    for definition, chosen in sorted(best.items()):
+        if chosen is None:
+            table.add_row(Text(definition), "(none passed every workload)", "-", "-")
         else:
-            table.add_row(definition, best.solution, f"{best.passed}/{best.evaluated}", f"{best.mean_speedup:.2f}x")
+            table.add_row(Text(definition), Text(chosen.solution), f"{chosen.passed}/{chosen.evaluated}",
+                          f"{chosen.mean_speedup:.2f}x" + (JUDGE_MARK if chosen.judge_set else ""))
     return table
 
 
 _VERDICT_STYLE = {FASTER: "green", SLOWER: "bold red"}
 
 
-def _verdict_cell(match: Match) -> str:
+def _verdict_cell(match: Match) -> Text:
     if match.verdict is not None:
-        style = _VERDICT_STYLE.get(match.verdict)
-        return f"[{style}]{match.verdict}[/]" if style else match.verdict
+        return Text(match.verdict, style=_VERDICT_STYLE.get(match.verdict, ""))
     if not match.status_changed:
-        return match.candidate.status
+        return Text(match.candidate.status)
     style = "bold red" if match.broke else "green" if match.candidate.status == "PASSED" else "yellow"
-    return f"[{style}]{match.base.status} -> {match.candidate.status}[/]"
+    return Text(f"{match.base.status} -> {match.candidate.status}", style=style)
+
+
+def _latency_cell(result: Result) -> str:
+    """A side's latency, marked when the judge's clock set it."""
+    return _fmt(result.latency_ms, 4) + (JUDGE_MARK if result.spread.judge_estimated_trials else "")
 
 
 def comparison_tables(comparison: Comparison, *, changes_only: bool = False) -> list[Table]:
-    """Per definition, each matched evaluation (or only those that changed): both latencies, the ratio, the noise
-    it had to exceed and the verdict; then the geometric means per definition."""
+    """Per definition, each matched evaluation (or only those that changed): both latencies (each marked when the
+    judge's clock set it), the ratio, the noise it had to exceed and the verdict; then the geometric means per
+    definition."""
     tables = []
     for definition, compared in sorted(comparison.definitions.items()):
         shown = [m for m in reading_order(compared.matches)
                  if not changes_only or m.status_changed or m.verdict in (FASTER, SLOWER)]
         if not shown:
             continue
-        table = Table(title=definition, title_justify="left")
-        for column in ("solution", "workload", "base (ms)", "candidate (ms)", "ratio", "same within", "verdict"):
-            table.add_column(column, justify="left" if column in ("solution", "workload", "verdict") else "right")
+        labels, prefix = short_labels(sorted({m.base.solution for m in shown}), definition)
+        table = _table(definition, {"solution": "name", "workload": "name", "base (ms)": "right",
+                                    "candidate (ms)": "right", "ratio": "right", "same within": "right",
+                                    "verdict": "left"}, caption=prefix_note(prefix, definition))
         for match in shown:
             axes = ", ".join(f"{k}={v}" for k, v in sorted(match.base.axes.items())) or match.base.workload[:8]
             noise = "-" if match.band is None else _band(match.band) + ("*" if match.assumed_noise else "") + (
-                "†" if match.judge_bounded else "")
-            table.add_row(match.base.solution, axes, _fmt(match.base.latency_ms, 4),
-                          _fmt(match.candidate.latency_ms, 4), _times(match.ratio), noise, _verdict_cell(match))
+                JUDGE_MARK if match.judge_bounded else "")
+            table.add_row(Text(labels[match.base.solution]), Text(axes), _latency_cell(match.base),
+                          _latency_cell(match.candidate), _times(match.ratio), noise, _verdict_cell(match))
         tables.append(table)
-    summary = Table(title="geometric mean of candidate / base latency per definition", title_justify="left")
-    for column in ("definition", "geomean ratio", "timed", "faster", "same", "slower", "status changes"):
-        summary.add_column(column, justify="left" if column == "definition" else "right")
+    summary = _table("geometric mean of candidate / base latency per definition",
+                     {"definition": "name", **dict.fromkeys(("geomean ratio", "timed", "faster", "same", "slower",
+                                                              "status changes"), "right")})
     for definition, compared in sorted(comparison.definitions.items()):
         verdicts = compared.verdicts
-        summary.add_row(definition, _times(compared.geomean_ratio), str(len(compared.timed)), str(verdicts[FASTER]),
-                        str(verdicts[SAME]), str(verdicts[SLOWER]), str(len(compared.status_changes)))
+        summary.add_row(Text(definition), _times(compared.geomean_ratio), str(len(compared.timed)),
+                        str(verdicts[FASTER]), str(verdicts[SAME]), str(verdicts[SLOWER]),
+                        str(len(compared.status_changes)))
     tables.append(summary)
     return tables
 
@@ -157,9 +229,9 @@ def comparison_notes(comparison: Comparison) -> list[str]:
         notes.append(f"* {comparison.assumed_noise} timed evaluation(s) had a side that recorded no spread: its "
                      f"noise is assumed to be ±{100 * comparison.default_noise:g}% (--default-noise)")
     if comparison.judge_bounded:
-        notes.append(f"† {comparison.judge_bounded} timed evaluation(s) had a side whose latency the judge's clock set "
-                     "(its timing claim was not believed; see its log): a bound that moves with the host's speed, so "
-                     "no change is called and it takes no part in the drift")
+        notes.append(f"{JUDGE_MARK} {comparison.judge_bounded} timed evaluation(s) had a side whose latency the "
+                     "judge's clock set (its timing claim was not believed; see its log): a bound that moves with the "
+                     "host's speed, so no change is called and it takes no part in the drift")
     return notes
 
 
@@ -170,52 +242,7 @@ def working(description: str, console: Console | None = None) -> Iterator[None]:
     if not console.is_terminal:
         yield
         return
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+    with Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(), console=console,
                   transient=True) as progress:
         progress.add_task(description, total=None)
         yield
-
-
-class TerminalProgress:
-    """A progress bar with an ETA on a terminal; one plain line per verdict otherwise."""
-
-    def __init__(self, console: Console | None = None):
-        self.console = console or Console(stderr=True)
-        self.interactive = self.console.is_terminal and sys.stderr.isatty()
-        self.progress: Progress | None = None
-        self.task = None
-        self.total = 0
-        self.done = 0
-        self.started = 0.0
-
-    def start(self, total: int) -> None:
-        self.total, self.done, self.started = total, 0, time.monotonic()
-        if self.interactive:
-            self.progress = Progress(TextColumn("[bold]evaluating"), BarColumn(), MofNCompleteColumn(),
-                                     TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                                     console=self.console, transient=True)
-            self.progress.start()
-            self.task = self.progress.add_task("evaluating", total=total)
-        else:
-            self.console.print(f"evaluating {total} (solution, workload) pairs", highlight=False)
-
-    def advance(self, trace: Trace) -> None:
-        self.done += 1
-        evaluation = trace.evaluation
-        assert evaluation is not None
-        speed = ""
-        if evaluation.performance is not None:
-            speed = f" {evaluation.performance.latency_ms:.4f} ms ({evaluation.performance.speedup_factor:.2f}x)"
-        line = (f"[{self.done}/{self.total}] {trace.definition} / {trace.solution} / "
-                f"{trace.workload.uuid[:8]}: {evaluation.status.value}{speed}")
-        if self.progress is not None:
-            self.progress.console.print(line, highlight=False, soft_wrap=True)
-            self.progress.advance(self.task)
-        else:
-            self.console.print(line, highlight=False, soft_wrap=True)
-
-    def finish(self) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-        elapsed = time.monotonic() - self.started
-        self.console.print(f"done: {self.done} evaluations in {elapsed:.1f} s", highlight=False)

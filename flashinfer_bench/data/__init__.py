@@ -3,6 +3,13 @@
 from flashinfer_bench.data.definition import Axis, ConstAxis, Definition, TensorSpec, VarAxis
 from flashinfer_bench.data.dtypes import DType
 from flashinfer_bench.data.errors import TraceSetError
+from flashinfer_bench.data.json_files import (
+    append_jsonl_file,
+    load_json_file,
+    load_jsonl_file,
+    save_json_file,
+    save_jsonl_file,
+)
 from flashinfer_bench.data.solution import Binding, BuildSpec, Language, Solution, SourceFile
 from flashinfer_bench.data.trace import (
     Correctness,
@@ -52,4 +59,9 @@ __all__ = [
     "TraceSetError",
     "VarAxis",
     "Workload",
+    "append_jsonl_file",
+    "load_json_file",
+    "load_jsonl_file",
+    "save_json_file",
+    "save_jsonl_file",
 ]

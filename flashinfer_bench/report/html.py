@@ -31,7 +31,11 @@ _PAGE = """<!DOCTYPE html>
 <div id="fib-selfcheck" hidden data-status="pending" data-plots="0"></div>
 <script type="application/json" id="fib-data">{data}</script>
 <script>
+(function () {{
+  "use strict";
+{draw_js}
 {report_js}
+}})();
 </script>
 </body>
 </html>
@@ -51,6 +55,7 @@ def render_page(payload: dict[str, Any]) -> str:
         css=(ASSETS / "report.css").read_text(encoding="utf-8"),
         errors_js=(ASSETS / "errors.js").read_text(encoding="utf-8"),
         data=embedded_json(payload),
+        draw_js=(ASSETS / "draw.js").read_text(encoding="utf-8"),
         report_js=(ASSETS / "report.js").read_text(encoding="utf-8"),
     )
 

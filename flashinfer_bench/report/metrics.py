@@ -1,14 +1,17 @@
-"""The curves of a report: fast_p (p from 0 to 10) and win@p (p from 0 to 1), as exact step functions."""
+"""The curves of a report: fast_p (p from 0 past the largest speed-up) and win@p (p from 0 to 1), as exact step
+functions."""
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from flashinfer_bench.report.summary import Tally, fraction_at_least
 
-FAST_P_MAX = 10.0
 WIN_P_MAX = 1.0
+#: How far past the largest speed-up a fast_p curve reaches, so that its last step shows.
+FAST_P_HEADROOM = 1.1
 
 Curve = list[tuple[float, float]]
 
@@ -30,12 +33,22 @@ def step_curve(values: Sequence[float], total: int, p_max: float) -> Curve:
     return curve
 
 
+def fast_p_range(speedups: Iterable[float]) -> float:
+    """The p up to which fast_p is drawn: FAST_P_HEADROOM past the largest speed-up, rounded up to 1, 2 or 5
+    times a power of ten, and at least 1 (faster than the reference or not is the first question)."""
+    target = max((FAST_P_HEADROOM * s for s in speedups if s > 0), default=1.0)
+    if target <= 1.0:
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(target))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= target)
+
+
 def fast_p_curve(tally: Tally) -> Curve:
-    """fast_p for p from 0 to 10: the share of the evaluations that passed with a speed-up of at least p. Empty
-    when no speed-up was measured (the reference was not timed)."""
+    """fast_p for p from 0 to ``fast_p_range``: the share of the evaluations that passed with a speed-up of at
+    least p. Empty when no speed-up was measured (the reference was not timed)."""
     if not tally.measured_speedups:
         return []
-    return step_curve(tally.speedups, tally.evaluated, FAST_P_MAX)
+    return step_curve(tally.speedups, tally.evaluated, fast_p_range(tally.measured_speedups))
 
 
 def win_p_curve(tally: Tally) -> Curve:

@@ -10,6 +10,7 @@ from typing import Any
 import flashinfer_bench
 from flashinfer_bench.data.trace import timestamp_now
 from flashinfer_bench.report.compare import FALSE_CALL_RATE, Comparison, DefinitionComparison, reading_order
+from flashinfer_bench.report.labels import prefix_note, short_labels
 from flashinfer_bench.report.metrics import fast_p_curve, win_p_curve
 from flashinfer_bench.report.results import Result, environments
 from flashinfer_bench.report.sources import Run
@@ -41,6 +42,7 @@ def tally_stats(tally: Tally) -> dict[str, Any]:
         "evaluations": tally.evaluated, "passed": tally.passed, "success_rate": _round(tally.success_rate),
         "mean_speedup": _round(tally.mean_speedup), "geomean_speedup": _round(tally.geomean_speedup),
         "fast_1": _round(tally.fast_p(1.0)), "fast_2": _round(tally.fast_p(2.0)), "win_rate": _round(tally.win_rate),
+        "judge_set": tally.judge_set,
     }
 
 
@@ -66,7 +68,8 @@ def build_payload(run: Run, records: Sequence[Result], *, comparison: Comparison
         "tool_version": flashinfer_bench.__version__,
         "counts": {"evaluations": len(records), "passed": sum(r.latency_ms is not None for r in records),
                    "definitions": len(by_definition), "solutions": len({(r.definition, r.solution) for r in records}),
-                   "authors": len(author_summaries)},
+                   "authors": len(author_summaries),
+                   "judge_set": sum(bool(r.spread.judge_estimated_trials) for r in records if r.latency_ms is not None)},
         "environments": [dict(env, timing_methods=dict(env["timing_methods"])) for env in environments(records)],
         "authors": [{"name": author, "stats": tally_stats(tally), "fast_p": _curve(fast_p_curve(tally)),
                      "win_p": _curve(win_p_curve(tally))} for author, tally in sorted(author_summaries.items())],
@@ -91,14 +94,18 @@ def _definition(run: Run, name: str, records: list[Result], summaries: dict[str,
     solutions: dict[str, list[Result]] = {}
     for record in records:
         solutions.setdefault(record.solution, []).append(record)
+    labels, prefix = short_labels(sorted(solutions), name)
     return {
         "name": name,
         "op_type": definition.op_type if definition is not None else None,
         "var_axes": var_axes,
+        "label_axes": label_axes([workloads[uuid] for uuid in order], var_axes),
         "workloads": [{"uuid": uuid, "axes": workloads[uuid]} for uuid in order],
         "reference": _reference(records, index),
+        "label_note": prefix_note(prefix, name),
         "solutions": [
-            {"name": solution, "author": summaries[solution].author, "stats": tally_stats(summaries[solution]),
+            {"name": solution, "label": labels[solution], "author": summaries[solution].author,
+             "stats": tally_stats(summaries[solution]),
              "fast_p": _curve(fast_p_curve(summaries[solution])),
              "points": [_point(record, index) for record in solutions[solution]]}
             for solution in sorted(solutions)
@@ -110,7 +117,26 @@ def _definition(run: Run, name: str, records: list[Result], summaries: dict[str,
 def _point(record: Result, index: dict[str, int]) -> dict[str, Any]:
     return {"w": index[record.workload], "status": record.status, "ms": _round(record.latency_ms),
             "ci": _interval(record.latency_ci), "sp": _round(record.speedup), "sp_ci": _interval(record.speedup_ci),
-            "noise": _round(record.measured_noise), "method": record.spread.timing_method, "log": record.log_excerpt}
+            "noise": _round(record.measured_noise), "method": record.spread.timing_method, "log": record.log_excerpt,
+            "judge": record.latency_ms is not None and record.spread.judge_estimated_trials > 0}
+
+
+def label_axes(workloads: Sequence[dict[str, int]], axes: Sequence[str]) -> list[str]:
+    """The fewest of ``axes`` whose values tell the workloads apart, chosen greedily (the axis that separates the
+    most first): what a workload is labelled with on a plot's x axis. A var axis that follows from another one
+    (len_indptr = batch_size + 1) is never needed. When no choice tells every workload apart, the choice that
+    tells the most apart; with a single workload, the first axis."""
+    chosen: list[str] = []
+
+    def distinct(choice: list[str]) -> int:
+        return len({tuple(w.get(a) for a in choice) for w in workloads})
+
+    while len(chosen) < len(axes) and distinct(chosen) < len(workloads):
+        best = max((a for a in axes if a not in chosen), key=lambda a: distinct([*chosen, a]))
+        if distinct([*chosen, best]) == distinct(chosen):
+            break
+        chosen.append(best)
+    return chosen or list(axes[:1])
 
 
 def _reference(records: list[Result], index: dict[str, int]) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 
 from flashinfer_bench.data import EvaluationStatus, Trace
+from flashinfer_bench.report.noise import read_spread
 
 PASSED = EvaluationStatus.PASSED.value
 #: The author of a solution that the trace set does not hold (or when only trace files were read).
@@ -78,6 +79,9 @@ class Tally:
     #: correct solutions of the workload over this group's own (its best, for an author); 0.0 where it failed.
     #: 1.0 is a win.
     to_fastest: list[float] = field(default_factory=list)
+    #: PASSED evaluations whose latency the judge's clock set in at least one trial (the solution's own timing
+    #: was not believed: bench/evaluators/timed.py); their latencies are bounds, not measurements.
+    judge_set: int = 0
 
     @property
     def evaluated(self) -> int:
@@ -130,6 +134,7 @@ class Tally:
         if evaluation.status.value == PASSED and evaluation.performance is not None:
             self.speedups.append(evaluation.performance.speedup_factor)
             self.latencies_ms.append(evaluation.performance.latency_ms)
+            self.judge_set += bool(read_spread(evaluation.performance).judge_estimated_trials)
 
 
 @dataclass

@@ -42,6 +42,8 @@ def general_parser() -> argparse.ArgumentParser:
     p.add_argument("--output_path", default=None, help="CSV file to append results to.")
     p.add_argument("--num_iters", type=int, default=30, help="Measured iterations.")
     p.add_argument("--dry_run_iters", type=int, default=5, help="Warmup iterations.")
+    p.add_argument("--full_size_on_cpu", action="store_true",
+                   help="On a CPU, keep the sizes and counts given (by default a case is shrunk to finish in seconds).")
     p.add_argument("--case_tag", default=None, help="Tag stored in the CSV's case_tag column.")
     p.add_argument(
         "--generate_repro_command", action="store_true", help="Print and store a reproducer command."

@@ -22,9 +22,17 @@ def verbose(level: int, msg: str) -> None:
     print(f"[{'V' * (level - 1)}VERBOSE] {msg}", flush=True)
 
 
-def perf_line(backend: str, median_ms: float, std_ms: float, tflops: float, tb_per_sec: float) -> str:
+def throughput(value: float | None) -> str:
+    """Three decimals as FlashInfer's benchmark prints them; three significant digits below 0.001 (a CPU's
+    TFLOPs/sec), so that no measured throughput reads 0.000; ``n/a`` when it was not counted."""
+    if value is None:
+        return "n/a"
+    return f"{value:.3f}" if value == 0 or value >= 0.001 else f"{value:.3g}"
+
+
+def perf_line(backend: str, median_ms: float, std_ms: float, tflops: float | None, tb_per_sec: float | None) -> str:
     """FlashInfer's benchmark's [PERF] line: backend left-justified in 10 columns, then ``::``."""
     return (
         f"[PERF] {backend:<10}:: median time {median_ms:.3f} ms; std {std_ms:.3f} ms; "
-        f"achieved tflops {tflops:.3f} TFLOPs/sec; achieved tb_per_sec {tb_per_sec:.3f} TB/sec"
+        f"achieved tflops {throughput(tflops)} TFLOPs/sec; achieved tb_per_sec {throughput(tb_per_sec)} TB/sec"
     )

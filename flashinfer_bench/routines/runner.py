@@ -14,7 +14,9 @@ import torch
 from . import log
 from .backends import TORCH, default_backends, load_flashinfer, select_backends
 from .case import Case, output_tensor
+from .cpu_sizes import shrink_for_cpu
 from .csv_output import COLUMNS, append_row
+from .errors import NoBackendError
 from .metrics import tb_per_sec, tflops_per_sec
 from .refcheck import compare, tensor_stats
 from .specs import ROUTINES
@@ -79,9 +81,14 @@ def run_case(
     backends, warnings = select_backends(args.routine, args.backends, cc, fi_error, args)
     for w in warnings:
         log.warning(w)
-    if not backends:  # as FlashInfer's benchmark: the line is reported and skipped, not failed
-        log.error("No backends to test. Exiting.")
-        return True
+    if not backends:
+        raise NoBackendError(f"none of the backends asked for ({', '.join(args.backends)}) can run here "
+                             f"(device {device_name(device)}); the torch backend runs everywhere")
+    if device.type == "cpu" and not args.full_size_on_cpu:
+        changes = shrink_for_cpu(args, argv)
+        if changes:
+            log.info(f"on the CPU, so that this case finishes in seconds: {', '.join(changes)} "
+                     "(--full_size_on_cpu keeps the case as given)")
     if args.verbose >= 2:
         log.verbose(2, f"device = {device_name(device)!r}, compute capability = {cc}")
     use_cuda_graph = spec.cuda_graph_stable and not args.no_cuda_graph and device.type == "cuda"
@@ -117,8 +124,8 @@ def run_case(
             use_cuda_graph=graph,
             device=device,
         )
-        tflops = tflops_per_sec(case.flops, result.median_ms)
-        tbs = tb_per_sec(case.num_bytes, result.median_ms)
+        tflops = tflops_per_sec(case.flops, result.median_ms) if case.flops else None  # None: not counted
+        tbs = tb_per_sec(case.num_bytes, result.median_ms) if case.num_bytes else None
         print(log.perf_line(backend, result.median_ms, result.std_ms, tflops, tbs), flush=True)
         if args.output_path:
             row = {

@@ -139,6 +139,10 @@ def _then(first: Step | None, second: Step) -> Step:
     return both
 
 
+#: What the host clock says when CUPTI was asked for (the default) and there is no CUDA device to trace.
+HOST_FALLBACK = "CUPTI needs a CUDA device; timed with the host clock (enable_cupti=False says so without this warning)."
+
+
 def _time_host(
     fn: Callable[..., Any],
     args: tuple[Any, ...],
@@ -152,6 +156,8 @@ def _time_host(
         notices.warn("A cold cache is not available on the host clock; timed with a warm cache.", notes)
     if options.use_cuda_graph:
         notices.warn("CUDA graphs need a CUDA device; timed without a graph.", notes)
+    if options.enable_cupti:
+        notices.warn_once(HOST_FALLBACK, notes)
 
     def body(_: int) -> None:
         fn(*args, **kwargs)

@@ -48,9 +48,11 @@ class Rendered:
     console: list[str]
 
 
-def render(page: Path) -> Rendered:
-    """Load ``page``, let its scripts run, and return the resulting DOM."""
-    done = _run(page, "--dump-dom")
+def render(page: Path, width: int | None = None, height: int = 2000) -> Rendered:
+    """Load ``page`` (in a window ``width`` pixels wide, when given), let its scripts run, and return the
+    resulting DOM."""
+    size = [f"--window-size={width},{height}"] if width else []
+    done = _run(page, "--dump-dom", *size)
     assert done.returncode == 0, done.stderr[-2000:]
     return Rendered(done.stdout, [line for line in done.stderr.splitlines() if ":CONSOLE" in line])
 

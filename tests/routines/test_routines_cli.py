@@ -26,12 +26,12 @@ def test_use_cuda_events_disables_cupti(fake_timer):
     assert fake_timer.calls[0]["enable_cupti"] is False
 
 
-def test_flashinfer_backends_on_cpu_are_skipped_with_warning(capsys, fake_timer):
-    # As FlashInfer's benchmark: a line with nothing to run is reported and skipped, not failed.
-    assert main("--routine bmm_fp8 --m 4 --n 16 --k 32 --backends cublas".split(), timer=fake_timer) == 0
+def test_asking_only_for_backends_that_cannot_run_here_is_status_2(capsys, fake_timer):
+    assert main("--routine bmm_fp8 --m 4 --n 16 --k 32 --backends cublas".split(), timer=fake_timer) == 2
     out = capsys.readouterr().out
     assert "[WARNING] cublas for routine bmm_fp8 needs a CUDA device (none available). Skipping." in out
-    assert "[ERROR] No backends to test. Exiting." in out and not fake_timer.calls
+    assert ("[ERROR] none of the backends asked for (cublas) can run here (device cpu); the torch backend runs "
+            "everywhere") in out and not fake_timer.calls
 
 
 def test_bad_input_exits_2(capsys, tmp_path):

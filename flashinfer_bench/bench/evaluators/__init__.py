@@ -12,6 +12,8 @@ from flashinfer_bench.bench.evaluators.registry import (
 )
 from flashinfer_bench.bench.evaluators.sampling import SamplingEvaluator
 
+LowBitEvaluator = LowbitEvaluator  # upstream's spelling
+
 __all__ = [
     "Baseline",
     "CorrectnessResult",

@@ -44,3 +44,8 @@ def load_evaluator(path: str) -> type[Evaluator]:
     if not (isinstance(target, type) and issubclass(target, Evaluator)):
         raise TypeError(f"{path} is not an Evaluator subclass")
     return target
+
+
+def declared_extra_keys() -> set[str]:
+    """The ``extra`` keys the registered evaluators declare (``extra_keys``), DefaultEvaluator's included."""
+    return {key for evaluator in (*_EVALUATORS, DefaultEvaluator) for key in getattr(evaluator, "extra_keys", ())}

@@ -1,257 +1,6 @@
 // Renders the report from the JSON in #fib-data: tables with the DOM, plots as inline SVG. Text from the traces
 // (names, logs) only ever goes through textContent or attribute values, never through innerHTML.
-(function () {
-  "use strict";
-  var SVG_NS = "http://www.w3.org/2000/svg";
-  var PALETTE = ["#2f6db3", "#e07b22", "#2c9f5a", "#c2423b", "#7d5ab5", "#8c5a44", "#d46aa8", "#6f7a86",
-                 "#a8a23a", "#1fa4b5"];
-  var STATUS_COLORS = {
-    PASSED: "#2c9f5a", INCORRECT_NUMERICAL: "#f0a030", INCORRECT_SHAPE: "#e0702a", INCORRECT_DTYPE: "#c9561f",
-    RUNTIME_ERROR: "#c2423b", COMPILE_ERROR: "#7d5ab5", TIMEOUT: "#6f7a86"
-  };
-  var VERDICT_COLORS = { FASTER: "#1a9850", SLOWER: "#d73027", SAME: "#8c96a0" };
-  var W = 640, H = 300, M = { left: 64, right: 16, top: 12, bottom: 46 };
-
-  // ------------------------------------------------------------------------------------------------ DOM helpers
-  function h(tag, attrs, text, parent) {
-    var node = document.createElement(tag);
-    for (var key in attrs || {}) node.setAttribute(key, attrs[key]);
-    if (text !== undefined && text !== null) node.textContent = text;
-    if (parent) parent.appendChild(node);
-    return node;
-  }
-  function s(tag, attrs, parent) {
-    var node = document.createElementNS(SVG_NS, tag);
-    for (var key in attrs || {}) node.setAttribute(key, attrs[key]);
-    if (parent) parent.appendChild(node);
-    return node;
-  }
-  function titled(node, text) { s("title", {}, node).textContent = text; return node; }
-
-  // ------------------------------------------------------------------------------------------------ formatting
-  function num(v) {
-    if (v === null || v === undefined) return "-";
-    if (Math.abs(v) >= 1000) return v.toFixed(0);
-    return String(parseFloat(v.toPrecision(3)));
-  }
-  function ms(v) { return v === null || v === undefined ? "-" : String(parseFloat(v.toPrecision(4))); }
-  function times(v) { return v === null || v === undefined ? "-" : v.toFixed(2) + "\u00d7"; }
-  function pct(v) { return v === null || v === undefined ? "-" : (100 * v).toFixed(0) + "%"; }
-  function interval(ci, fmt) { return ci ? " [" + fmt(ci[0]) + ", " + fmt(ci[1]) + "]" : ""; }
-  // The ratios between which a comparison is SAME; an upper end of null is unbounded.
-  function bandText(band) {
-    if (band[1] === null) return band[0] === 0 ? "any" : "\u2265 " + times(band[0]);
-    return band[0].toFixed(2) + "\u2013" + times(band[1]);
-  }
-  function count(n, noun) { return n + " " + noun + (n === 1 ? "" : "s"); }
-  function axesText(axes) {
-    return Object.keys(axes).map(function (k) { return k + "=" + axes[k]; }).join(", ") || "(no axes)";
-  }
-
-  // ---------------------------------------------------------------------------------------------------- scales
-  function niceTicks(lo, hi, count) {
-    var span = hi - lo;
-    if (!(span > 0)) return [lo];
-    var step = Math.pow(10, Math.floor(Math.log10(span / count)));
-    var err = span / count / step;
-    step *= err >= 5 ? 10 : err >= 2 ? 5 : err >= 1.4 ? 2 : 1;
-    var ticks = [];
-    for (var t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) ticks.push(parseFloat(t.toPrecision(12)));
-    return ticks;
-  }
-  function linear(lo, hi, r0, r1) {
-    if (hi === lo) { lo -= 1; hi += 1; }
-    var f = function (v) { return r0 + (v - lo) / (hi - lo) * (r1 - r0); };
-    f.ticks = function () { return niceTicks(lo, hi, 5); };
-    return f;
-  }
-  function logScale(lo, hi, r0, r1, base) {
-    if (hi <= lo) { lo /= 2; hi *= 2; }
-    var a = Math.log(lo), b = Math.log(hi);
-    var f = function (v) { return r0 + (Math.log(v) - a) / (b - a) * (r1 - r0); };
-    f.ticks = function () {
-      var ticks = [];
-      if (base === 2) {
-        for (var e = Math.ceil(Math.log2(lo)); e <= Math.floor(Math.log2(hi)); e++) ticks.push(Math.pow(2, e));
-        return ticks;
-      }
-      var decades = Math.log10(hi) - Math.log10(lo);
-      var steps = decades > 2.5 ? [1] : decades > 1 ? [1, 2, 5] : [1, 1.5, 2, 3, 5, 7];
-      for (var d = Math.floor(Math.log10(lo)); d <= Math.ceil(Math.log10(hi)); d++) {
-        steps.forEach(function (m) {
-          var t = m * Math.pow(10, d);
-          if (t >= lo && t <= hi) ticks.push(parseFloat(t.toPrecision(6)));
-        });
-      }
-      return ticks.length >= 2 ? ticks : niceTicks(lo, hi, 4);
-    };
-    return f;
-  }
-  function logDomain(values, include) {
-    var positive = values.filter(function (v) { return v > 0 && isFinite(v); }).concat(include || []);
-    var lo = Math.min.apply(null, positive), hi = Math.max.apply(null, positive);
-    return [lo / 1.15, hi * 1.15];
-  }
-
-  // ----------------------------------------------------------------------------------------------------- plots
-  function figure(parent, id, title, subtitle) {
-    var fig = h("figure", { "class": "plot", "data-plot": id }, null, parent);
-    var caption = h("figcaption", {}, title, fig);
-    if (subtitle) h("span", {}, subtitle, caption);
-    return fig;
-  }
-  function legend(parent, entries) {
-    var box = h("div", { "class": "legend" }, null, parent);
-    entries.forEach(function (e) {
-      var item = h("span", {}, null, box);
-      var swatch = h("i", e.dashed ? { "class": "dash" } : { style: "background:" + e.color }, null, item);
-      if (e.dashed) swatch.style.borderTopColor = e.color;
-      item.appendChild(document.createTextNode(e.name));
-    });
-  }
-  function frame(fig, height) {
-    return s("svg", { viewBox: "0 0 " + W + " " + (height || H), role: "img" }, fig);
-  }
-  function yAxis(svg, scale, label, fmt, height) {
-    var g = s("g", { "class": "axis" }, svg);
-    var grid = s("g", { "class": "grid" }, svg);
-    scale.ticks().forEach(function (t) {
-      var y = scale(t);
-      s("line", { x1: M.left, x2: W - M.right, y1: y, y2: y }, grid);
-      s("text", { x: M.left - 6, y: y + 4, "text-anchor": "end" }, g).textContent = fmt(t);
-    });
-    s("line", { x1: M.left, x2: M.left, y1: M.top, y2: (height || H) - M.bottom }, g);
-    var yMid = (M.top + (height || H) - M.bottom) / 2;
-    s("text", { "class": "label", x: 14, y: yMid, transform: "rotate(-90 14 " + yMid + ")", "text-anchor": "middle" },
-      svg).textContent = label;
-  }
-  function xAxisNumeric(svg, scale, label, fmt) {
-    var g = s("g", { "class": "axis" }, svg);
-    var y0 = H - M.bottom;
-    s("line", { x1: M.left, x2: W - M.right, y1: y0, y2: y0 }, g);
-    scale.ticks().forEach(function (t) {
-      var x = scale(t);
-      s("line", { x1: x, x2: x, y1: y0, y2: y0 + 4 }, g);
-      s("text", { x: x, y: y0 + 16, "text-anchor": "middle" }, g).textContent = fmt(t);
-    });
-    s("text", { "class": "label", x: (M.left + W - M.right) / 2, y: H - 8, "text-anchor": "middle" }, svg).textContent = label;
-  }
-  function xAxisBand(svg, xs, labels, titles, label) {
-    var g = s("g", { "class": "axis" }, svg);
-    var y0 = H - M.bottom;
-    s("line", { x1: M.left, x2: W - M.right, y1: y0, y2: y0 }, g);
-    var every = Math.max(1, Math.ceil(labels.length / 32));
-    labels.forEach(function (text, i) {
-      if (i % every) return;
-      var x = xs(i);
-      s("line", { x1: x, x2: x, y1: y0, y2: y0 + 4 }, g);
-      var t = s("text", { x: x, y: y0 + 14, "text-anchor": "end", transform: "rotate(-35 " + x + " " + (y0 + 14) + ")" }, g);
-      t.textContent = text;
-      titled(t, titles[i]);
-    });
-    s("text", { "class": "label", x: (M.left + W - M.right) / 2, y: H - 4, "text-anchor": "middle" }, svg).textContent = label;
-  }
-
-  // x positions of a definition's workloads: one var axis (numeric) or every workload in order (band).
-  function xLayout(def, axis) {
-    var n = def.workloads.length;
-    if (axis) {
-      var values = def.workloads.map(function (w) { return w.axes[axis]; });
-      var lo = Math.min.apply(null, values), hi = Math.max.apply(null, values);
-      var useLog = lo > 0 && hi / lo >= 16;
-      var scale = useLog ? logScale(lo, hi, M.left + 12, W - M.right - 12, 2) : linear(lo, hi, M.left + 12, W - M.right - 12);
-      var distinct = new Set(values).size === n;
-      return { x: function (w) { return scale(values[w]); }, order: function (w) { return values[w]; },
-               connect: distinct, draw: function (svg) { xAxisNumeric(svg, scale, axis + (useLog ? " (log scale)" : ""), num); },
-               jitter: 0 };
-    }
-    var band = (W - M.left - M.right) / Math.max(n, 1);
-    var xs = function (i) { return M.left + band * (i + 0.5); };
-    var varAxes = def.var_axes;
-    var labels = def.workloads.map(function (w, i) {
-      return varAxes.length && varAxes.length <= 3 ? varAxes.map(function (a) { return w.axes[a]; }).join("\u00b7") : "#" + (i + 1);
-    });
-    var titles = def.workloads.map(function (w) { return axesText(w.axes) + " (" + w.uuid + ")"; });
-    var name = varAxes.length && varAxes.length <= 3 ? "workload (" + varAxes.join("\u00b7") + ")" : "workload";
-    return { x: xs, order: function (w) { return w; }, connect: true, jitter: Math.min(band / 3, 10),
-             draw: function (svg) { xAxisBand(svg, xs, labels, titles, name); } };
-  }
-
-  // Points with vertical intervals, one series each; y on a log scale.
-  function seriesPlot(fig, layout, series, yLabel, refLine) {
-    var values = [];
-    series.forEach(function (se) {
-      se.points.forEach(function (p) {
-        values.push(p.y);
-        if (p.ci) { p.ci.forEach(function (v) { if (v !== null) { values.push(v); } }); }
-      });
-    });
-    var domain = logDomain(values, refLine ? [refLine] : []);
-    var y = logScale(domain[0], domain[1], H - M.bottom, M.top, 10);
-    var svg = frame(fig);
-    yAxis(svg, y, yLabel, num);
-    layout.draw(svg);
-    if (refLine) {
-      s("line", { x1: M.left, x2: W - M.right, y1: y(refLine), y2: y(refLine), stroke: "#555", "stroke-dasharray": "4 3" }, svg);
-    }
-    series.forEach(function (se, k) {
-      var shift = layout.jitter * (k - (series.length - 1) / 2) / Math.max(series.length, 1);
-      var points = se.points.slice().sort(function (a, b) { return layout.order(a.w) - layout.order(b.w); });
-      var g = s("g", {}, svg);
-      if (layout.connect && points.length > 1) {
-        var d = points.map(function (p, i) { return (i ? "L" : "M") + (layout.x(p.w) + shift).toFixed(1) + " " + y(p.y).toFixed(1); });
-        s("path", { d: d.join(" "), fill: "none", stroke: se.color, "stroke-width": 1.6,
-                    "stroke-dasharray": se.dashed ? "5 4" : "none", opacity: 0.85 }, g);
-      }
-      points.forEach(function (p) {
-        var cx = layout.x(p.w) + shift;
-        if (p.ci) {
-          // an end of null is unbounded: the bar runs to the plot's edge
-          s("line", { x1: cx, x2: cx, y1: p.ci[0] === null ? H - M.bottom : y(p.ci[0]),
-                      y2: p.ci[1] === null ? M.top : y(p.ci[1]), stroke: p.color || se.color, "stroke-width": 1.4 }, g);
-        }
-        titled(s("circle", { "class": "mark", cx: cx, cy: y(p.y), r: 3.4, fill: p.color || se.color,
-                             stroke: "#fff", "stroke-width": 0.8 }, g), p.title);
-      });
-    });
-  }
-
-  // Step curves from exact breakpoints [[p, share], ...], share held until the next point.
-  function stepPlot(fig, curves, pMax, xLabel, yLabel) {
-    var svg = frame(fig);
-    var x = linear(0, pMax, M.left, W - M.right);
-    var y = linear(0, 1, H - M.bottom, M.top);
-    yAxis(svg, y, yLabel, pct);
-    xAxisNumeric(svg, x, xLabel, num);
-    curves.forEach(function (c) {
-      var d = "M" + x(c.points[0][0]).toFixed(1) + " " + y(c.points[0][1]).toFixed(1);
-      for (var i = 1; i < c.points.length; i++) {
-        d += " H" + x(c.points[i][0]).toFixed(1) + " V" + y(c.points[i][1]).toFixed(1);
-      }
-      titled(s("path", { "class": "mark", d: d, fill: "none", stroke: c.color, "stroke-width": 2, opacity: 0.9 }, svg),
-             c.name);
-    });
-  }
-
-  function statusGrid(fig, def) {
-    var n = def.workloads.length, rows = def.solutions.length;
-    var labelWidth = 170, cell = Math.max(2, Math.min(40, (W - labelWidth - 10) / Math.max(n, 1)));
-    var height = rows * 18 + 14;
-    var svg = s("svg", { viewBox: "0 0 " + W + " " + height, role: "img" }, fig);
-    def.solutions.forEach(function (sol, r) {
-      var name = sol.name.length > 26 ? sol.name.slice(0, 25) + "\u2026" : sol.name;
-      titled(s("text", { "class": "label", x: labelWidth - 8, y: r * 18 + 13, "text-anchor": "end" }, svg), sol.name)
-        .appendChild(document.createTextNode(name));
-      sol.points.forEach(function (p) {
-        var w = def.workloads[p.w];
-        var text = sol.name + " \u00b7 " + axesText(w.axes) + "\n" + p.status +
-          (p.ms !== null ? " \u00b7 " + ms(p.ms) + " ms" : "") + (p.log ? "\n" + p.log : "");
-        titled(s("rect", { "class": "mark", x: labelWidth + p.w * cell, y: r * 18 + 2, width: Math.max(cell - 1, 1),
-                           height: 15, fill: STATUS_COLORS[p.status] || "#333" }, svg), text);
-      });
-    });
-  }
-
+// Tables, sections and the self-check; the drawing pieces are in draw.js (html.py joins the two).
   // ----------------------------------------------------------------------------------------------------- tables
   function table(parent, columns, rows) {
     var wrap = h("div", { "class": "scroll" }, null, parent);
@@ -298,6 +47,10 @@
     var c = data.counts;
     [count(c.definitions, "definition"), count(c.solutions, "solution"), count(c.authors, "author"),
      count(c.evaluations, "evaluation"), c.passed + " passed"].forEach(function (t) { h("span", {}, t, counts); });
+    if (c.judge_set) {
+      h("span", { "class": "judge", title: JUDGE_TEXT }, c.judge_set + " latencies set by the judge's clock " + JUDGE_MARK,
+        counts);
+    }
   }
 
   function environmentSection(main, data) {
@@ -335,10 +88,8 @@
     var colored = data.authors.map(function (a, i) { return { name: a.name, color: PALETTE[i % PALETTE.length], a: a }; });
     var withFast = colored.filter(function (c) { return c.a.fast_p.length; });
     if (withFast.length) {
-      var f = figure(plots, "authors:fast_p", "fast_p per author", "p from 0 to 10");
-      legend(f, withFast);
-      stepPlot(f, withFast.map(function (c) { return { name: c.name, color: c.color, points: c.a.fast_p }; }),
-               10, "p (speed-up over the reference)", "evaluations");
+      fastPPlot(plots, "authors:fast_p", "fast_p per author",
+                withFast.map(function (c) { return { name: c.name, color: c.color, points: c.a.fast_p }; }));
     }
     var withWin = colored.filter(function (c) { return c.a.win_p.length; });
     if (withWin.length) {
@@ -354,8 +105,21 @@
     var title = h("h2", {}, def.name, card);
     h("small", {}, (def.op_type ? def.op_type + " \u00b7 " : "") + def.workloads.length + " workloads \u00b7 " +
       def.solutions.length + " solutions", title);
-    table(card, [{ key: "name", title: "solution" }, { key: "author", title: "author", name: true }].concat(STAT_COLUMNS),
-      def.solutions.map(function (sol) { var row = statCells(sol.stats); row.name = sol.name; row.author = sol.author; return row; }));
+    if (def.label_note) h("p", { "class": "note" }, "Solutions are labelled by what sets them apart: " + def.label_note +
+      " (hover a label for the whole name).", card);
+    var judgeSet = def.solutions.reduce(function (sum, sol) { return sum + sol.stats.judge_set; }, 0);
+    if (judgeSet) h("p", { "class": "note judge" }, count(judgeSet, "evaluation") + " here: " + JUDGE_TEXT +
+      ". Drawn hollow in the plots and faded in the status grid.", card);
+    var judgeColumn = judgeSet ? [{ key: "judge", title: "judge-set latencies " + JUDGE_MARK }] : [];
+    table(card, [{ key: "name", title: "solution" }, { key: "author", title: "author", name: true }]
+      .concat(STAT_COLUMNS, judgeColumn),
+      def.solutions.map(function (sol) {
+        var row = statCells(sol.stats);
+        row.name = sol.label === sol.name ? sol.name : { text: sol.label, title: sol.name };
+        row.author = sol.author;
+        row.judge = sol.stats.judge_set ? { text: String(sol.stats.judge_set), cls: "judge" } : "-";
+        return row;
+      }));
     var colors = {};
     def.solutions.forEach(function (sol, i) { colors[sol.name] = PALETTE[i % PALETTE.length]; });
 
@@ -363,7 +127,11 @@
     var select = h("select", {}, null, controls);
     h("option", { value: "" }, "every workload, in order", select);
     def.var_axes.forEach(function (a) { h("option", { value: a }, a, select); });
-    select.value = def.var_axes.length === 1 ? def.var_axes[0] : "";
+    // a single axis that tells every workload apart is drawn to scale; otherwise every workload in order
+    var single = def.label_axes.length === 1 ? def.label_axes[0] : null;
+    var distinctValues = single !== null &&
+      new Set(def.workloads.map(function (w) { return w.axes[single]; })).size === def.workloads.length;
+    select.value = distinctValues ? single : "";
     var plots = h("div", { "class": "plots" }, null, card);
     var byAxis = h("div", { style: "display:contents" }, null, plots);
     function drawAxisPlots() {
@@ -382,20 +150,21 @@
 
     var withFast = def.solutions.filter(function (sol) { return sol.fast_p.length; });
     if (withFast.length) {
-      var f = figure(plots, "fast_p:" + def.name, "fast_p per solution", "p from 0 to 10");
-      legend(f, withFast.map(function (sol) { return { name: sol.name, color: colors[sol.name] }; }));
-      stepPlot(f, withFast.map(function (sol) { return { name: sol.name, color: colors[sol.name], points: sol.fast_p }; }),
-               10, "p (speed-up over the reference)", "evaluations");
+      fastPPlot(plots, "fast_p:" + def.name, "fast_p per solution", withFast.map(function (sol) {
+        return { name: sol.label, color: colors[sol.name], points: sol.fast_p };
+      }));
     }
     if (def.comparison) comparisonBlock(card, def);
   }
 
   function axisPlots(parent, def, layout, colors) {
     var latency = def.solutions.map(function (sol) {
-      return { name: sol.name, color: colors[sol.name], points: sol.points.filter(function (p) { return p.ms !== null; })
+      return { name: sol.label, color: colors[sol.name], points: sol.points.filter(function (p) { return p.ms !== null; })
         .map(function (p) {
-          return { w: p.w, y: p.ms, ci: p.ci, title: sol.name + " \u00b7 " + axesText(def.workloads[p.w].axes) + "\n" +
-            ms(p.ms) + " ms" + interval(p.ci, ms) + (p.method ? " \u00b7 " + p.method : "") };
+          return { w: p.w, y: p.ms, ci: p.ci, judge: p.judge,
+            title: sol.name + " \u00b7 " + axesText(def.workloads[p.w].axes) + "\n" +
+            ms(p.ms) + " ms" + interval(p.ci, ms) + (p.method ? " \u00b7 " + p.method : "") +
+            (p.judge ? "\n" + JUDGE_TEXT : "") };
         }) };
     }).filter(function (se) { return se.points.length; });
     if (latency.length) {
@@ -409,10 +178,11 @@
       seriesPlot(f, layout, all, "latency (ms, log scale)");
     }
     var speedup = def.solutions.map(function (sol) {
-      return { name: sol.name, color: colors[sol.name], points: sol.points.filter(function (p) { return p.sp !== null; })
+      return { name: sol.label, color: colors[sol.name], points: sol.points.filter(function (p) { return p.sp !== null; })
         .map(function (p) {
-          return { w: p.w, y: p.sp, ci: p.sp_ci, title: sol.name + " \u00b7 " + axesText(def.workloads[p.w].axes) + "\n" +
-            times(p.sp) + interval(p.sp_ci, times) };
+          return { w: p.w, y: p.sp, ci: p.sp_ci, judge: p.judge,
+            title: sol.name + " \u00b7 " + axesText(def.workloads[p.w].axes) + "\n" +
+            times(p.sp) + interval(p.sp_ci, times) + (p.judge ? "\n" + JUDGE_TEXT : "") };
         }) };
     }).filter(function (se) { return se.points.length; });
     if (speedup.length) {
@@ -499,12 +269,38 @@
   }
 
   // ---------------------------------------------------------------------------------------------------- checking
+  // What the reader cannot see whole at this window's size: text outside its drawing, and tables wider than their
+  // card (which then scroll sideways). The browser tests require none at the screenshot's width.
+  function clipped() {
+    var found = [];
+    document.querySelectorAll("svg").forEach(function (svg) {
+      var box = svg.getBoundingClientRect();  // on screen, so that rotated text is measured as drawn
+      svg.querySelectorAll("text").forEach(function (t) {
+        var b = t.getBoundingClientRect();
+        if (b.left < box.left - 1 || b.right > box.right + 1 || b.top < box.top - 1 || b.bottom > box.bottom + 1) {
+          var shown = Array.prototype.filter.call(t.childNodes, function (n) { return n.nodeType === 3; })
+            .map(function (n) { return n.nodeValue; }).join("");  // without its hover title
+          found.push("text '" + shown + "'");
+        }
+      });
+    });
+    document.querySelectorAll(".scroll").forEach(function (wrap) {
+      if (wrap.scrollWidth > wrap.clientWidth + 1) {
+        var section = wrap.closest("section");
+        found.push("a table of " + (section ? section.id : "the page") + " (" + wrap.scrollWidth + " px in " +
+                   wrap.clientWidth + " px)");
+      }
+    });
+    return found;
+  }
+
   function selfCheck() {
     var figures = document.querySelectorAll("figure[data-plot]");
     var empty = [];
     figures.forEach(function (f) { if (!f.querySelector("svg .mark")) empty.push(f.getAttribute("data-plot")); });
     var check = document.getElementById("fib-selfcheck");
     check.setAttribute("data-plots", String(figures.length));
+    check.setAttribute("data-clipped", clipped().join(" | "));
     if (empty.length) window.fibReportError("plots without data: " + empty.join(", "));
     if (!window.fibErrors.length) check.setAttribute("data-status", "ok");
   }
@@ -525,4 +321,3 @@
   } catch (err) {
     window.fibReportError(err && err.stack ? err.stack : String(err));
   }
-})();
