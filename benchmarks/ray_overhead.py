@@ -217,7 +217,7 @@ def driver_rates(verdicts: int) -> None:
     from flashinfer_bench.bench.runner.base import Runner, Verdict
     from flashinfer_bench.bench.runner.ray.protocol import ItemReport
     from flashinfer_bench.bench.wire.parent_judge import WorkOutcome
-    from flashinfer_bench.cli.report import TerminalProgress
+    from flashinfer_bench.cli.progress import TerminalProgress
     from flashinfer_bench.data import Correctness, EvaluationStatus, Performance, TraceSet
 
     passed = WorkOutcome(EvaluationStatus.PASSED, correctness=Correctness(),

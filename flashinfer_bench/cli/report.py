@@ -17,7 +17,6 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from flashinfer_bench.cli.progress import TerminalProgress
 from flashinfer_bench.report.compare import (
     FALSE_CALL_RATE,
     FASTER,
@@ -31,7 +30,7 @@ from flashinfer_bench.report.labels import prefix_note, short_labels
 from flashinfer_bench.report.results import Result
 from flashinfer_bench.report.summary import AuthorSummary, SolutionSummary, Tally, best_solutions
 
-__all__ = ["TerminalProgress", "author_table", "best_table", "comparison_notes", "comparison_tables",
+__all__ = ["author_table", "best_table", "comparison_notes", "comparison_tables",
            "print_tables", "summary_tables", "working"]
 
 #: Marks a latency that the judge's clock set: the solution's own timing claim was not believed.

@@ -15,7 +15,7 @@ GQA = "gqa_paged_decode_h8_kv2_d64_ps1"
 GQA_AXES = [{"batch_size": 1, "num_pages": 53, "len_indptr": 2, "num_kv_indices": 37},
             {"batch_size": 4, "num_pages": 98, "len_indptr": 5, "num_kv_indices": 82},
             {"batch_size": 8, "num_pages": 224, "len_indptr": 9, "num_kv_indices": 208}]
-HOSTILE = "<img src=x onerror=alert(1)>[/]"
+HOSTILE = "<img src=x onerror=alert(1)>[bold]"
 
 
 def definition(name, axes):

@@ -191,7 +191,7 @@ class Judge:
         worker.receive(Built)
 
     def baseline(self, evaluator: Any, ctx: EvaluationContext, item: WorkItem) -> Any:
-        key = (*item.workload_key, item.evaluator)
+        key = (*item.workload_key, item.evaluator, item.secret)  # a new secret draws new inputs
         if key in self.baselines:
             self.baselines.move_to_end(key)
             return self.baselines[key]

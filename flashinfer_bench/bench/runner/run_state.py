@@ -37,6 +37,11 @@ class RunState:
     secret: int = field(default_factory=new_run_secret)
     references: ReferenceTimings = field(default_factory=ReferenceTimings)
 
+    def renew_secret(self) -> None:
+        """A new secret for what comes next: a runner that lives across runs (``serve``: one per batch) so that no
+        two batches see the same inputs; the judges' baselines are kept per secret."""
+        self.secret = new_run_secret()
+
     def prepare(self, item: WorkItem) -> WorkItem:
         """The item as a judge gets it: with the run's secret, and the reference's timing when known."""
         return self.references.fill(replace(item, secret=self.secret))
