@@ -130,13 +130,17 @@ def _settings(args: argparse.Namespace):  # -> Settings; imported lazily
 def command_submit(args: argparse.Namespace) -> int:
     from flashinfer_bench.client import Client, ServeError
     from flashinfer_bench.client.client import solution_json
+    from flashinfer_bench.serve.settings import token_lines
 
     token = None
     if args.token_file:
         try:
-            token = (Path(args.token_file).read_text().split() or [None])[0]
+            found = token_lines(Path(args.token_file).read_text())
         except OSError as exc:
             return _error(f"{args.token_file}: cannot be read: {exc.strerror}")
+        if not found:
+            return _error(f"{args.token_file}: expected a token on its first line that is not a # comment")
+        token = found[0][1]
     requests = []
     for path in args.solutions:
         try:

@@ -71,18 +71,21 @@ def owner_of(digest: str) -> str:
     return digest[:16]
 
 
+def token_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, token) of a token file's text: one token per line, blank lines and ``#`` comments skipped."""
+    lines = ((number, line.strip()) for number, line in enumerate(text.splitlines(), 1))
+    return [(number, token) for number, token in lines if token and not token.startswith("#")]
+
+
 def read_tokens(path: str | Path) -> dict[str, str]:
-    """One token per line (blank lines and lines starting with ``#`` are skipped); digest -> owner."""
+    """The tokens of a token file (``token_lines``): digest -> owner."""
     path = Path(path)
     try:
         text = path.read_text()
     except OSError as exc:
         raise TraceSetError(path, None, f"cannot be read: {exc.strerror}") from None
     tokens = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        token = line.strip()
-        if not token or token.startswith("#"):
-            continue
+    for number, token in token_lines(text):
         if any(c.isspace() for c in token) or len(token) < 16:
             raise TraceSetError(f"{path}:{number}", None,
                                 "expected one token per line: at least 16 characters, no spaces")

@@ -188,9 +188,10 @@ class Store:
     def cancel(self, task_id: str, owner: str) -> bool:
         """Cancel what has not started; what runs finishes. False when the owner has no such task."""
         with self._write() as db:
-            found = db.execute("UPDATE tasks SET cancelled=1 WHERE id=? AND owner=?", (task_id, owner)).rowcount
+            if not db.execute("UPDATE tasks SET cancelled=1 WHERE id=? AND owner=?", (task_id, owner)).rowcount:
+                return False
             db.execute("UPDATE evaluations SET state=? WHERE task_id=? AND state=?", (CANCELLED, task_id, PENDING))
-            return bool(found)
+            return True
 
     # ------------------------------------------------------------------------------------------- scheduling
     def recover(self) -> int:
