@@ -150,6 +150,8 @@ class Scheduler:
         try:
             self.engine.evaluate(list(solutions.values()), list(in_flight.waiting), self._record)
         except Exception as exc:  # noqa: BLE001 - the runner's failure, not a solution's: reported, not fatal
+            if self._stopping:
+                return  # the runner was stopped under the batch, which went back to the queue
             self._unhealthy(exc)
             self._fail_left(in_flight, f"the evaluation could not be carried out: {exc}")
         else:

@@ -53,3 +53,31 @@ def test_sigkill_mid_batch_then_restart_finishes_every_task_once(tmp_path):
     with sqlite3.connect(server.store) as db:
         states = db.execute("SELECT state, count(*) FROM evaluations GROUP BY state").fetchall()
     assert states == [("done", 2 * len(SIZES))]
+
+
+@pytest.mark.slow
+def test_sigterm_mid_batch_requeues_what_runs_and_a_restart_finishes_it(tmp_path):
+    root = scale_add_set(tmp_path / "set", {}, sizes=SIZES)
+    solution = {"name": "slow", "definition": "scale_add", "author": "tests",
+                "spec": {"language": "python", "target_hardware": ["cpu"], "entry_point": "main.py::run",
+                         "destination_passing_style": False},
+                "sources": [{"path": "main.py", "content": SLOW.format(k=2).replace("0.25", "1.0")}]}
+    server = ServerProcess(root, tmp_path).start()
+    try:
+        with Client(server.url, server.tokens[0]) as client:
+            task_id = client.submit(solution).task_id
+            deadline = time.monotonic() + 300
+            while client.task(task_id)["progress"]["running"] == 0 and time.monotonic() < deadline:
+                time.sleep(0.2)
+        server.stop()  # SIGTERM: the running batch gets its grace, then goes back to the queue
+        with sqlite3.connect(server.store) as db:
+            states = dict(db.execute("SELECT state, count(*) FROM evaluations GROUP BY state").fetchall())
+        assert "running" not in states and states.get("pending", 0) >= 1, states
+        assert "go back to the queue" in server.log.read_text()
+        server.start()
+        with Client(server.url, server.tokens[0]) as client:
+            (task,) = client.wait([task_id], timeout=600)
+    finally:
+        server.stop()
+    assert task["status"] == "completed"
+    assert sorted(t["workload"]["uuid"] for t in task["traces"]) == sorted(f"w{n}" for n in SIZES)
