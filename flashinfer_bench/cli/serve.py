@@ -11,8 +11,11 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-COMMANDS = ("serve", "submit")
+if TYPE_CHECKING:
+    from flashinfer_bench.serve.settings import Settings
+
 #: `run`'s flags that shape an evaluation, taken over by `serve`.
 EVALUATION_FLAGS = ("config", "rtol", "atol", "iterations", "warmup_runs", "num_trials", "timeout",
                     "use_isolated_runner", "ray_address", "log_level")
@@ -114,7 +117,7 @@ def command_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settings(args: argparse.Namespace):  # -> Settings; imported lazily
+def _settings(args: argparse.Namespace) -> Settings:
     from flashinfer_bench.serve.settings import Limits, RewardConfig, Settings, read_tokens
 
     limits = Limits(queued_per_token=args.max_queued_per_token, queued_total=args.max_queued,
@@ -123,8 +126,7 @@ def _settings(args: argparse.Namespace):  # -> Settings; imported lazily
                           speedup_cap=args.reward_speedup_cap, incorrect=args.reward_incorrect,
                           error=args.reward_error)
     tokens = None if args.no_auth else read_tokens(args.token_file)
-    return Settings(host=args.host, port=args.port, tokens=tokens, limits=limits, reward=reward,
-                    batch_size=args.batch_size)
+    return Settings(tokens=tokens, limits=limits, reward=reward, batch_size=args.batch_size)
 
 
 def command_submit(args: argparse.Namespace) -> int:

@@ -52,8 +52,6 @@ class RewardConfig:
 
 @dataclass(frozen=True)
 class Settings:
-    host: str = "127.0.0.1"
-    port: int = 8000
     #: sha256 of each accepted token -> the owner id it maps to; None: authentication is off.
     tokens: dict[str, str] | None = field(default_factory=dict)
     limits: Limits = Limits()
