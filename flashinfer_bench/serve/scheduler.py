@@ -88,12 +88,15 @@ class Scheduler:
         except Exception as exc:  # noqa: BLE001 - reported by /health; the loop retries on the first batch
             self._unhealthy(exc)
         while not self._stop.is_set():
-            batch = self.pick()
-            if not batch:
-                self._wake.wait(IDLE_POLL_S)
-                self._wake.clear()
-                continue
-            self.process(batch)
+            try:
+                batch = self.pick()
+                if batch:
+                    self.process(batch)
+                    continue
+            except Exception as exc:  # noqa: BLE001 - the loop must outlive any one failure (a full disk, ...)
+                self._unhealthy(exc)
+            self._wake.wait(IDLE_POLL_S)
+            self._wake.clear()
 
     def pick(self) -> list[Evaluation]:
         """Up to ``batch_size`` pending evaluations, tokens in turn (module docstring)."""
