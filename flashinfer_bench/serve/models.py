@@ -55,7 +55,7 @@ class TaskResponse(BaseModel):
 
 
 class BatchRequest(BaseModel):
-    task_ids: Annotated[list[str], Field(min_length=1)]
+    task_ids: list[str]
     timeout: float = Field(0, ge=0, description="wait up to this many seconds for every task to end")
 
 

@@ -72,6 +72,8 @@ class NewTask:
     workload_uuids: tuple[str, ...]
     priority: int = 0
     fresh: bool = False
+    #: A task that cannot run (upstream's shape for unknown workloads): stored as failed, with no evaluations.
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -174,9 +176,9 @@ class Store:
                 task_id = uuid.uuid4().hex
                 ids.append(task_id)
                 db.execute("INSERT INTO tasks (id, owner, definition, solution_name, solution_hash, solution_json,"
-                           " priority, fresh, created) VALUES (?,?,?,?,?,?,?,?,?)",
+                           " priority, fresh, error, created) VALUES (?,?,?,?,?,?,?,?,?,?)",
                            (task_id, task.owner, task.definition, task.solution_name, task.solution_hash,
-                            task.solution_json, task.priority, int(task.fresh), now))
+                            task.solution_json, task.priority, int(task.fresh), task.error, now))
                 db.executemany("INSERT INTO evaluations (task_id, owner, workload_uuid, state) VALUES (?,?,?,?)",
                                [(task_id, task.owner, w, PENDING) for w in task.workload_uuids])
             if idempotency is not None:

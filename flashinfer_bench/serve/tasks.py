@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
 from pydantic import ValidationError
 
 from flashinfer_bench.data import Solution
@@ -60,7 +60,8 @@ router = APIRouter()
 
 
 def new_task(svc: Service, who: str, req: EvaluateRequest) -> NewTask:
-    """The task for a request; 400 naming what the served trace set lacks."""
+    """The task for a request. An unknown definition is 400; workloads the definition lacks make a task that
+    failed at once, saying which (upstream answers both so)."""
     solution = req.solution
     definition = solution.definition
     if definition not in svc.engine.trace_set.definitions:
@@ -68,17 +69,17 @@ def new_task(svc: Service, who: str, req: EvaluateRequest) -> NewTask:
     known = svc.engine.workloads.get(definition, {})
     uuids = list(dict.fromkeys(req.workload_uuids)) if req.workload_uuids is not None else list(known)
     unknown = [u for u in uuids if u not in known]
-    if unknown:
-        raise HTTPException(400, detail=f"workload_uuids: definition '{definition}' has no workload {unknown}")
-    if not uuids:
-        raise HTTPException(400, detail=f"definition '{definition}' has no workloads to evaluate")
+    error = None
+    if unknown or not uuids:
+        error = f"No workloads found: definition '{definition}' has no workload {unknown or '(none at all)'}"
+        uuids = []
     normalized = solution.model_copy(update={"name": normalized_name(solution)})
     return NewTask(who, definition, normalized.name, solution.content_hash(), normalized.model_dump_json(),
-                   tuple(uuids), req.priority, req.fresh)
+                   tuple(uuids), req.priority, req.fresh, error)
 
 
 async def submit(svc: Service, who: str, requests: list[EvaluateRequest], idempotency_key: str | None,
-                 body_hash: str) -> tuple[list[EvaluateResponse], bool]:
+                 body_hash: str) -> list[EvaluateResponse]:
     tasks = [new_task(svc, who, req) for req in requests]
     key = (who, idempotency_key, body_hash) if idempotency_key else None
 
@@ -92,11 +93,11 @@ async def submit(svc: Service, who: str, requests: list[EvaluateRequest], idempo
             except ValueError as exc:
                 raise HTTPException(409, detail=str(exc)) from None
 
-    ids, new = await asyncio.to_thread(admit_and_add)
+    ids, _ = await asyncio.to_thread(admit_and_add)
     svc.scheduler.wake()
     rows = [await asyncio.to_thread(svc.store.task, i, who) for i in ids]
     return [EvaluateResponse(task_id=r.id, normalized_solution_name=r.solution_name, status=r.status)
-            for r in rows if r is not None], new
+            for r in rows if r is not None]
 
 
 def body_hash(request_model: Any) -> str:
@@ -113,6 +114,8 @@ def task_response(row: TaskRow) -> TaskResponse:
 
 async def wait_for(svc: Service, who: str, task_ids: list[str], timeout: float) -> list[TaskRow]:
     """The tasks once all have ended or ``timeout`` has passed; 404 for one this caller does not have."""
+    if not task_ids:
+        return []
     deadline = time.monotonic() + min(timeout, svc.settings.limits.max_wait_s)
     while True:
         event = svc.changes.current()
@@ -126,24 +129,18 @@ async def wait_for(svc: Service, who: str, task_ids: list[str], timeout: float) 
         await svc.changes.wait(event, remaining)
 
 
-@router.post("/evaluate", response_model=EvaluateResponse, status_code=202)
-async def evaluate(req: EvaluateRequest, svc: TheService, who: Owner, response: Response,
+@router.post("/evaluate", response_model=EvaluateResponse)
+async def evaluate(req: EvaluateRequest, svc: TheService, who: Owner,
                    idempotency_key: Annotated[str | None, Header()] = None) -> EvaluateResponse:
-    responses, new = await submit(svc, who, [req], idempotency_key, body_hash(req))
-    if not new:
-        response.status_code = 200
-    return responses[0]
+    return (await submit(svc, who, [req], idempotency_key, body_hash(req)))[0]
 
 
-@router.post("/evaluate/batch", response_model=BatchSubmitResponse, status_code=202)
-async def evaluate_batch(req: BatchSubmitRequest, svc: TheService, who: Owner, response: Response,
+@router.post("/evaluate/batch", response_model=BatchSubmitResponse)
+async def evaluate_batch(req: BatchSubmitRequest, svc: TheService, who: Owner,
                          idempotency_key: Annotated[str | None, Header()] = None) -> BatchSubmitResponse:
     if len(req.tasks) > svc.settings.limits.batch_tasks:
         raise HTTPException(413, detail=f"tasks: at most {svc.settings.limits.batch_tasks} in one batch")
-    responses, new = await submit(svc, who, req.tasks, idempotency_key, body_hash(req))
-    if not new:
-        response.status_code = 200
-    return BatchSubmitResponse(tasks=responses)
+    return BatchSubmitResponse(tasks=await submit(svc, who, req.tasks, idempotency_key, body_hash(req)))
 
 
 @router.post("/tasks/batch", response_model=list[TaskResponse])
@@ -183,7 +180,7 @@ async def verify(req: VerifyRequest, svc: TheService, who: Owner) -> VerifyRespo
         return VerifyResponse(**echoed, reward=config.error, failure_reason=reason)
     request = EvaluateRequest(solution=solution, workload_uuids=req.workload_uuids, priority=req.priority,
                               fresh=req.fresh)
-    (submitted,), _ = await submit(svc, who, [request], None, "")
+    (submitted,) = await submit(svc, who, [request], None, "")
     timeout = req.timeout if req.timeout is not None else svc.settings.limits.max_wait_s
     row = (await wait_for(svc, who, [submitted.task_id], timeout))[0]
     if row.status not in TERMINAL:

@@ -44,7 +44,7 @@ def test_upstreams_routes_and_shapes(server):
         assert http.get("/workloads/nope").status_code == 404
 
         submitted = http.post("/evaluate", json={"solution": solution(), "workload_uuids": ["w8"]})
-        assert submitted.status_code == 202
+        assert submitted.status_code == 200  # upstream's answer
         body = submitted.json()
         assert body["normalized_solution_name"].startswith("mine_") and body["task_id"]
         task = http.get(f"/tasks/{body['task_id']}", params={"timeout": 120}).json()
@@ -55,8 +55,10 @@ def test_upstreams_routes_and_shapes(server):
         assert trace.evaluation.status.value == "PASSED" and trace.evaluation.performance.latency_ms > 0
         assert task["progress"] == {"total": 1, "pending": 0, "running": 0, "done": 1, "cancelled": 0, "cached": 0}
 
-        both = http.post("/tasks/batch", json={"task_ids": [body["task_id"]], "timeout": 0}).json()
-        assert [t["task_id"] for t in both] == [body["task_id"]] and both[0]["status"] == "completed"
+        both = http.post("/tasks/batch", json={"task_ids": [body["task_id"]] * 2, "timeout": 0}).json()
+        assert [t["task_id"] for t in both] == [body["task_id"]] * 2 and both[0]["status"] == "completed"
+        assert http.post("/tasks/batch", json={"task_ids": [], "timeout": 0}).json() == []
+        assert http.post("/tasks/batch", json={"task_ids": [body["task_id"], "nope"]}).status_code == 404
 
 
 def test_a_token_is_required_and_tasks_stay_with_their_token(server):
@@ -78,8 +80,11 @@ def test_bad_input_is_refused_saying_what_is_wrong(server):
         unknown = dict(solution(), definition="nope")
         response = http.post("/evaluate", json={"solution": unknown})
         assert response.status_code == 400 and "nope" in response.json()["detail"]
+        # Upstream's answer to workloads the definition lacks: a task that failed, saying so.
         response = http.post("/evaluate", json={"solution": solution(), "workload_uuids": ["w8", "w9"]})
-        assert response.status_code == 400 and "w9" in response.json()["detail"]
+        task = http.get(f"/tasks/{response.json()['task_id']}").json()
+        assert task["status"] == "failed" and "No workloads found" in task["error"] and "w9" in task["error"]
+        assert task["progress"]["total"] == 0 and task["traces"] == []
         broken = dict(solution(), spec={"language": "python"})
         response = http.post("/evaluate", json={"solution": broken})
         assert response.status_code == 422 and "entry_point" in json.dumps(response.json())
@@ -121,12 +126,12 @@ def test_a_repeated_idempotency_key_returns_the_same_task(server):
     with server.http() as http:
         first = http.post("/evaluate", json=body, headers={"Idempotency-Key": "k-1"})
         again = http.post("/evaluate", json=body, headers={"Idempotency-Key": "k-1"})
-        assert (first.status_code, again.status_code) == (202, 200)
+        assert (first.status_code, again.status_code) == (200, 200)
         assert again.json()["task_id"] == first.json()["task_id"]
         other = http.post("/evaluate", json={**body, "workload_uuids": ["w100"]}, headers={"Idempotency-Key": "k-1"})
         assert other.status_code == 409
         batch = http.post("/evaluate/batch", json={"tasks": [body, {**body, "workload_uuids": ["w100"]}]})
-        assert batch.status_code == 202 and len(batch.json()["tasks"]) == 2
+        assert batch.status_code == 200 and len(batch.json()["tasks"]) == 2
 
 
 def test_verify_answers_nemo_gyms_request_with_a_reward(server):

@@ -37,7 +37,7 @@ def test_twenty_clients_lose_nothing_and_see_only_200_202_or_429(tmp_path):
                     response = http.post("/evaluate", json=body)
                     with lock:
                         statuses[response.status_code] += 1
-                    if response.status_code == 202:
+                    if response.status_code == 200:
                         task_id = response.json()["task_id"]
                         with lock:
                             accepted[task_id] = (token, len(uuids))
@@ -57,7 +57,7 @@ def test_twenty_clients_lose_nothing_and_see_only_200_202_or_429(tmp_path):
             thread.join(SECONDS + 120)
         assert not errors, errors
         assert set(statuses) <= {200, 202, 429}, statuses
-        assert statuses[202] >= CLIENTS and statuses[429] >= 1  # both happened
+        assert len(accepted) >= CLIENTS and statuses[429] >= 1  # both happened
         by_token: dict[str, list[str]] = {}
         for task_id, (token, _) in accepted.items():
             by_token.setdefault(token, []).append(task_id)
