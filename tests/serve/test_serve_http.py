@@ -174,3 +174,15 @@ def test_no_auth_only_on_a_loopback_bind_and_a_token_file_otherwise(tmp_path, ca
     short.write_text("abc\n")
     assert main(["serve", "--local", str(root), "--token-file", str(short)]) == 2
     assert f"{short}:1" in capsys.readouterr().err
+
+
+def test_no_auth_on_loopback_accepts_everyone_and_says_so(tmp_path):
+    root = scale_add_set(tmp_path / "set", {"ok": OK}, sizes=(8,))
+    server = ServerProcess(root, tmp_path, args=("--no-auth",)).start()
+    try:
+        with server.http(token=None) as anonymous:
+            assert anonymous.get("/health").json()["auth"] is False
+            assert anonymous.get("/definitions").status_code == 200
+    finally:
+        server.stop()
+    assert "authentication: OFF (--no-auth)" in server.log.read_text()
