@@ -168,7 +168,8 @@ async def verify(req: VerifyRequest, svc: TheService, who: Owner) -> VerifyRespo
     """NeMo Gym's verify: evaluate the solution, wait for its verdicts, and answer the request with ``reward``.
     A solution that is missing or invalid is the model's failure: reward ``error``, saying why."""
     config = svc.settings.reward
-    echoed = req.model_dump(exclude_none=True)
+    answered = set(VerifyResponse.model_fields) - set(VerifyRequest.model_fields)
+    echoed = {k: v for k, v in req.model_dump(exclude_none=True).items() if k not in answered}
     try:
         data = req.solution if req.solution is not None else solution_from_response(req.response or {})
         solution = Solution.model_validate(data)
@@ -180,7 +181,12 @@ async def verify(req: VerifyRequest, svc: TheService, who: Owner) -> VerifyRespo
         return VerifyResponse(**echoed, reward=config.error, failure_reason=reason)
     request = EvaluateRequest(solution=solution, workload_uuids=req.workload_uuids, priority=req.priority,
                               fresh=req.fresh)
-    (submitted,) = await submit(svc, who, [request], None, "")
+    try:
+        (submitted,) = await submit(svc, who, [request], None, "")
+    except HTTPException as exc:
+        if exc.status_code != 400:
+            raise
+        return VerifyResponse(**echoed, reward=config.error, failure_reason=str(exc.detail))
     timeout = req.timeout if req.timeout is not None else svc.settings.limits.max_wait_s
     row = (await wait_for(svc, who, [submitted.task_id], timeout))[0]
     if row.status not in TERMINAL:

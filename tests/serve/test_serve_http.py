@@ -147,6 +147,8 @@ def test_verify_answers_nemo_gyms_request_with_a_reward(server):
         assert wrong["responses_create_params"] == gym["responses_create_params"] and wrong["task_index"] == 7
         garbled = http.post("/verify", json={**gym, "response": {"output": []}}).json()
         assert garbled["reward"] == 0.0 and "output_text" in garbled["failure_reason"]
+        elsewhere = http.post("/verify", json={"solution": dict(solution(), definition="nope"), "reward": 9}).json()
+        assert elsewhere["reward"] == 0.0 and "Definition not found: nope" in elsewhere["failure_reason"]
 
 
 def test_the_submit_command(server, tmp_path):
