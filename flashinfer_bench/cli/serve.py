@@ -157,6 +157,10 @@ def command_submit(args: argparse.Namespace) -> int:
             tasks = client.wait([s.task_id for s in submitted], args.timeout)
     except ServeError as exc:
         return _error(f"{args.server}: {exc}")
+    except ImportError as exc:
+        return _error(str(exc))
+    except Exception as exc:  # noqa: BLE001 - httpx's transport errors, after the client's retries
+        return _error(f"{args.server}: cannot be reached: {type(exc).__name__}: {exc}")
     output = open(args.output, "a") if args.output else None  # noqa: SIM115 - closed below
     try:
         for task in tasks:

@@ -62,7 +62,7 @@ def solution_json(solution: Solution | dict[str, Any] | str | os.PathLike[str]) 
 
 class Client:
     def __init__(self, url: str = "http://127.0.0.1:8000", token: str | None = None, *, timeout_s: float = 30.0,
-                 retries: int = 8, backoff_s: float = 0.5):
+                 retries: int = 6, backoff_s: float = 0.5):
         httpx = _httpx()
         token = token if token is not None else os.environ.get(TOKEN_ENV)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -87,7 +87,7 @@ class Client:
         timeout = self._timeout_s + wait_s
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
-            delay = self.backoff_s * 2 ** min(attempt, 6)
+            delay = self.backoff_s * 2 ** min(attempt, 4)
             try:
                 response = self._http.request(method, path, timeout=timeout, **kwargs)
             except httpx.ConnectError:
