@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+import flashinfer_bench
 from flashinfer_bench.bench import Benchmark, BenchmarkConfig
 from flashinfer_bench.bench.runner import (
     Runner,
@@ -101,11 +102,14 @@ class Engine:
         return [f"ray:{address}"] if address else available_devices()
 
     def verdict_key(self, definition: str, solution_hash: str, workload_uuid: str) -> str:
-        """What a verdict depends on: the solution's content, the workload, the evaluation's configuration for
-        this definition, and the device kind."""
-        resolved = self.config.resolve(self.trace_set.definitions[definition])
-        payload = json.dumps([definition, solution_hash, workload_uuid, resolved.model_dump(mode="json"),
-                              self.config.timeout_seconds, self.config.profile_baseline, self.device_kind])
+        """What a verdict depends on: the solution's content, the definition and the workload as the trace set
+        now has them, the evaluation's configuration for this definition, the device kind and this package's
+        version."""
+        spec = self.trace_set.definitions[definition]
+        workload = self.workloads[definition][workload_uuid].workload
+        payload = json.dumps([spec.model_dump(mode="json"), solution_hash, workload.model_dump(mode="json"),
+                              self.config.resolve(spec).model_dump(mode="json"), self.config.timeout_seconds,
+                              self.config.profile_baseline, self.device_kind, flashinfer_bench.__version__])
         return hashlib.sha256(payload.encode()).hexdigest()
 
     def evaluate(self, solutions: Sequence[Solution], wanted: Iterable[Key], on_trace: Callable[[Trace], None]) -> None:
