@@ -11,7 +11,9 @@ from serve.server_process import ServerProcess
 
 CLIENTS = 20
 SECONDS = 15.0
-SOURCES = [f"def run(x, y):\n    return x * 2 + y  # variant {i}\n" for i in range(4)]
+#: One variant sleeps in every call, so that evaluations pile up behind it whatever the machine's speed.
+SOURCES = [f"def run(x, y):\n    return x * 2 + y  # variant {i}\n" for i in range(3)]
+SOURCES.append("import time\ndef run(x, y):\n    time.sleep(0.05)\n    return x * 2 + y\n")
 
 
 @pytest.mark.slow
