@@ -123,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--disable-gpu", action="store_true",
                           help="accepted for upstream's command line; no check here needs a GPU")
 
+    from flashinfer_bench.cli.serve import add_commands
+
+    add_commands(commands, run)
     routine = commands.add_parser("routine", help="the routine benchmark (same flags as benchmarks/flashinfer_benchmark.py)",
                                   add_help=False)
     routine.add_argument("routine_args", nargs=argparse.REMAINDER)
@@ -242,6 +245,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return routine_main(argv[1:])
     args = build_parser().parse_args(argv)
+    if args.command in ("serve", "submit"):
+        from flashinfer_bench.cli.serve import main as serve_main
+
+        return serve_main(args)
     if args.command == "run":
         from flashinfer_bench.cli.run_checks import missing_folders
 

@@ -38,6 +38,9 @@ class Runner(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release workers."""
 
+    def renew_secret(self) -> None:  # noqa: B027 - optional hook
+        """Draw new inputs from here on (a runner kept across runs, as ``serve`` keeps one across batches)."""
+
     def __enter__(self) -> Runner:
         return self
 

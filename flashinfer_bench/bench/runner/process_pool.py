@@ -94,6 +94,9 @@ class ProcessRunner(Runner):
         if not isolation.startswith("full isolation"):
             logger.warning("solution code runs with %s", isolation)
 
+    def renew_secret(self) -> None:
+        self.state.renew_secret()
+
     def close(self) -> None:
         self._closing.set()
         for slot in self.slots:

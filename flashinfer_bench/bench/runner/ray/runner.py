@@ -302,6 +302,9 @@ class RayRunner(Runner):
         if self._failures:
             raise self._failures[0]
 
+    def renew_secret(self) -> None:
+        self.state.renew_secret()
+
     def close(self) -> None:
         """Stop idle hosts' device processes (their builds are kept in each node's cache), then end every host;
         disconnect if this runner connected."""
