@@ -27,18 +27,21 @@ changes nothing outside.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import hashlib
 import inspect
+import json
 import linecache
 import symtable
 import types
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from flashinfer_bench.data import Definition, DType
+from flashinfer_bench.data import Definition, DType, Workload
 from flashinfer_bench.data.entry_points import SourceKind, entry_point
 
 #: Keyword arguments every FlashInfer ``init`` takes besides the axes.
@@ -86,10 +89,34 @@ class InitInputs:
         return [self.values.get(name) for name in definition.inputs]
 
 
-def init_parameters(definition: Definition) -> list[str]:
-    """The axis arguments the definition's ``init`` takes (var axes first need values; the others have defaults)."""
-    function = load_function(definition, "init")
-    return [name for name in inspect.signature(function).parameters if name not in INIT_KNOBS]
+def required_init_axes(definition: Definition) -> list[str]:
+    """The arguments the definition's ``init`` takes without a default (its var axes, as FlashInfer writes it):
+    what a workload generated from ``init`` must choose."""
+    parameters = inspect.signature(load_function(definition, "init")).parameters
+    return [name for name, p in parameters.items() if name not in INIT_KNOBS and p.default is p.empty
+            and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def workload_from_init(definition: Definition, axes: Mapping[str, int], *, seed: int = 0, device: str = "cpu"
+                       ) -> Workload:
+    """A workload for a definition that has none: ``init`` is run once with ``axes`` and the workload binds the
+    axes its tensors show (it derives some itself), with every input left to ``init`` (drawn afresh, from the
+    run's seeds, whenever the workload runs). The uuid is a digest of the definition's name and the axes."""
+    made = run_init(definition, axes, seed, device)
+    found = dict(made.axes)
+    if any(axis not in found for axis in definition.workload_axes) and reference_problem(definition) is None:
+        found.update({axis: length for axis, length in _output_axes(definition, made).items() if axis not in found})
+    defaults = inspect.signature(load_function(definition, "init")).parameters
+    for axis in definition.workload_axes:  # shown by no tensor made (an optional input left out): init's default
+        if axis not in found and axis in defaults and isinstance(defaults[axis].default, int):
+            found[axis] = defaults[axis].default
+    unbound = [axis for axis in definition.workload_axes if axis not in found]
+    if unbound:
+        raise DefinitionCodeError(f"the init of {definition.name} made no tensor that shows axes {unbound}; give "
+                                  "them in axes")
+    bound = {axis: found[axis] for axis in definition.workload_axes}
+    digest = hashlib.sha256(json.dumps([definition.name, bound], sort_keys=True).encode()).hexdigest()[:16]
+    return Workload(axes=bound, inputs={}, uuid=f"init-{digest}")
 
 
 def run_init(definition: Definition, axes: Mapping[str, int], seed: int, device: str) -> InitInputs:
@@ -105,8 +132,7 @@ def run_init(definition: Definition, axes: Mapping[str, int], seed: int, device:
     if missing:
         raise DefinitionCodeError(f"the init of {definition.name} needs {missing}, which the workload's axes do "
                                   "not give")
-    devices = [torch.device(device)] if torch.device(device).type == "cuda" else []
-    with torch.random.fork_rng(devices=devices):
+    with _init_context(device):
         try:
             made = function(**arguments)
         except Exception as exc:
@@ -114,6 +140,26 @@ def run_init(definition: Definition, axes: Mapping[str, int], seed: int, device:
     if not isinstance(made, dict):
         raise DefinitionCodeError(f"the init of {definition.name} returned {type(made).__name__}, not a dict")
     return _map_inputs(definition, made, known)
+
+
+@contextlib.contextmanager
+def _init_context(device: str) -> Iterator[None]:
+    """Torch's global generator saved and restored around ``init`` (which seeds it), and memory ``init``
+    allocates without writing (``torch.empty`` output buffers) filled with a known value (NaN, or the largest
+    integer) instead of whatever was there: two draws from one seed must be equal, in the judge and the worker."""
+    devices = [torch.device(device)] if torch.device(device).type == "cuda" else []
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    fill = torch.utils.deterministic.fill_uninitialized_memory
+    try:
+        with torch.random.fork_rng(devices=devices), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            torch.use_deterministic_algorithms(True, warn_only=True)
+            torch.utils.deterministic.fill_uninitialized_memory = True
+            yield
+    finally:
+        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+        torch.utils.deterministic.fill_uninitialized_memory = fill
 
 
 def _suffix_of(name: str, key: str) -> bool:
@@ -200,6 +246,19 @@ def _read_axes(definition: Definition, values: Mapping[str, Any], given: Mapping
     return axes
 
 
+def _output_axes(definition: Definition, made: InitInputs) -> dict[str, int]:
+    """Axes only the outputs show, read from the reference's outputs for the inputs ``init`` made."""
+    try:
+        outputs = call_reference(definition, made.values)
+    except Exception:  # the reference's own failure is reported where it is called to judge
+        return {}
+    axes: dict[str, int] = {}
+    for spec, value in zip(definition.outputs.values(), outputs, strict=True):
+        if isinstance(value, torch.Tensor) and spec.shape is not None and value.dim() == len(spec.shape):
+            axes.update({axis: int(length) for axis, length in zip(spec.shape, value.shape, strict=True)})
+    return axes
+
+
 def reference_keywords(definition: Definition, function: Callable[..., Any], values: Mapping[str, Any]
                        ) -> dict[str, Any]:
     """The reference's arguments by keyword: each parameter named like an input takes it; parameters named
@@ -223,12 +282,19 @@ def reference_keywords(definition: Definition, function: Callable[..., Any], val
     return keywords
 
 
-def call_reference(definition: Definition, values: Mapping[str, Any]) -> Any:
-    """The definition's reference called in-process with ``values`` (input name -> value) by keyword."""
+def call_reference(definition: Definition, values: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The definition's reference called in-process with ``values`` (input name -> value) by keyword: its
+    outputs in the definition's order. Raises DefinitionCodeError when it returns another number of outputs
+    than the definition declares."""
     from flashinfer_bench.compile import build_reference
 
     function = build_reference(definition)
-    return function(**reference_keywords(definition, function, values))
+    result = function(**reference_keywords(definition, function, values))
+    outputs = tuple(result) if isinstance(result, tuple | list) else (result,)
+    if len(outputs) != len(definition.outputs):
+        raise DefinitionCodeError(f"the reference of {definition.name} returned {len(outputs)} outputs, the "
+                                  f"definition declares {len(definition.outputs)} ({', '.join(definition.outputs)})")
+    return outputs
 
 
 def undefined_names(source: str) -> list[str]:
