@@ -5,8 +5,9 @@ says in one line why it cannot run here.
 The dumps have no workloads: each definition gets one, made by its ``init`` (``definition_code.workload_from_init``,
 with the lengths below for the axes ``init`` needs), and every input is drawn from ``init`` when it runs. The
 scratch trace set holds the definitions as read (``definition_text``), that workload, and the two solutions of
-``tools.reference_solutions``; it is run with the Python API (``Benchmark``), one definition at a time, so one
-definition that breaks the harness does not stop the others. Before a definition is run, it is checked here:
+``tools.reference_solutions``; it is run with the Python API (``Benchmark``) in one run over every definition
+that passed the checks below (one runner start), after each definition's work was listed on its own, so a
+definition the harness cannot take is said in one line and does not stop the others. The checks, made here first:
 it must load, have an ``init``, have a reference that can be called (``reference_problem``), and its ``init``
 and reference must run once on this device; the first that fails is the one line of why.
 
@@ -88,23 +89,45 @@ def prepare(root: Path, definition, workload) -> None:
     write_solutions(root, definition)
 
 
-def run_one(root: Path, name: str, opts: argparse.Namespace) -> dict[str, str]:
-    """Each solution's status, from a Benchmark over this one definition."""
-    from flashinfer_bench.bench import Benchmark
+def _failure(exc: Exception) -> str:
+    """One line: where in this project the exception was raised, and what it says."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    frame = next((f for f in reversed(frames) if "flashinfer_bench" in f.filename), frames[-1] if frames else None)
+    where = f" at {Path(frame.filename).parent.name}/{Path(frame.filename).name}:{frame.lineno}" if frame else ""
+    return f"the harness failed on it{where}: " + " ".join(traceback.format_exception_only(exc)[-1].split())[:300]
+
+
+def _config(names: list[str], opts: argparse.Namespace):
     from flashinfer_bench.bench.config import BenchmarkConfig
+
+    return BenchmarkConfig.default(definitions=names, profile_baseline=False, warmup_runs=0, iterations=1,
+                                   num_trials=1, timeout_seconds=opts.timeout, op_type_config=OP_TYPE_CONFIG)
+
+
+def run_all(root: Path, names: list[str], opts: argparse.Namespace) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """Each definition's solutions' statuses from one Benchmark over all of them (one runner start), and the
+    definitions the harness could not even list work for (each said in one line)."""
+    from flashinfer_bench.bench import Benchmark
     from flashinfer_bench.data import TraceSet
 
-    config = BenchmarkConfig.default(definitions=[name], profile_baseline=False, warmup_runs=0, iterations=1,
-                                     num_trials=1, timeout_seconds=opts.timeout, op_type_config=OP_TYPE_CONFIG)
-    benchmark = Benchmark(TraceSet.from_path(root), config)
-    result = benchmark.run_all(save_results=True)
-    statuses: dict[str, str] = {}
-    for trace in benchmark.iter_new_traces(result):
-        assert trace.evaluation is not None and trace.solution is not None
-        statuses[trace.solution] = trace.evaluation.status.value
-        if trace.evaluation.status.value not in ("PASSED", "INCORRECT_NUMERICAL"):
-            statuses[trace.solution] += ": " + " ".join(trace.evaluation.log.split())[-200:]
-    return statuses
+    trace_set = TraceSet.from_path(root)
+    refused: dict[str, str] = {}
+    for name in names:  # listing the work resolves each definition's evaluator: a failure there is this one's
+        try:
+            Benchmark(trace_set, _config([name], opts)).work_items()
+        except Exception as exc:
+            refused[name] = _failure(exc)
+    accepted = [name for name in names if name not in refused]
+    statuses: dict[str, dict[str, str]] = {name: {} for name in accepted}
+    if accepted:
+        benchmark = Benchmark(trace_set, _config(accepted, opts))
+        for trace in benchmark.iter_new_traces(benchmark.run_all(save_results=True)):
+            assert trace.evaluation is not None and trace.solution is not None
+            status = trace.evaluation.status.value
+            if status not in ("PASSED", "INCORRECT_NUMERICAL"):
+                status += ": " + " ".join(trace.evaluation.log.split())[-200:]
+            statuses[trace.definition][trace.solution] = status
+    return statuses, refused
 
 
 def check(opts: argparse.Namespace, root: Path) -> dict[str, dict]:
@@ -117,29 +140,27 @@ def check(opts: argparse.Namespace, root: Path) -> dict[str, dict]:
         name = Path(problem.path or "?").stem
         if not opts.definitions or name in opts.definitions:
             rows[name] = {"ran": False, "why": f"does not load: {problem.expected}"}
+    ready: dict[str, dict] = {}
     for name, definition in sorted(dumps.definitions.items()):
         if opts.definitions and name not in opts.definitions:
             continue
-        start = time.perf_counter()
         workload, why = why_not(definition, opts.device)
         if workload is None:
             rows[name] = {"ran": False, "why": why}
             continue
         prepare(root, definition, workload)
-        try:
-            statuses = run_one(root, name, opts)
-        except Exception as exc:  # the harness could not take this definition: say how and where, go on
-            frames = traceback.extract_tb(exc.__traceback__)
-            frame = next((f for f in reversed(frames) if "flashinfer_bench" in f.filename), frames[-1])
-            where = f"{Path(frame.filename).parent.name}/{Path(frame.filename).name}:{frame.lineno}"
-            rows[name] = {"ran": False, "why": f"the harness failed on it at {where}: " + " ".join(
-                traceback.format_exception_only(exc)[-1].split())[:300]}
-            continue
-        reference = statuses.get(reference_solution_name(definition), "no trace")
-        perturbed = statuses.get(perturbed_solution_name(definition), "no trace")
-        rows[name] = {"ran": True, "axes": workload.axes, "reference": reference, "perturbed": perturbed,
-                      "as_expected": reference == "PASSED" and not perturbed.startswith("PASSED"),
-                      "seconds": round(time.perf_counter() - start, 1)}
+        ready[name] = {"axes": workload.axes}
+    start = time.perf_counter()
+    statuses, refused = run_all(root, sorted(ready), opts)
+    for name, why in refused.items():
+        rows[name] = {"ran": False, "why": why}
+    for name, seen in statuses.items():
+        definition = dumps.definitions[name]
+        reference = seen.get(reference_solution_name(definition), "no trace")
+        perturbed = seen.get(perturbed_solution_name(definition), "no trace")
+        rows[name] = {"ran": True, **ready[name], "reference": reference, "perturbed": perturbed,
+                      "as_expected": reference == "PASSED" and not perturbed.startswith("PASSED")}
+    print(f"harness run: {time.perf_counter() - start:.0f} s", file=sys.stderr)
     return rows
 
 
