@@ -19,6 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from flashinfer_bench.data.definition import Definition
+from flashinfer_bench.data.definition_file import definition_text
 from flashinfer_bench.data.errors import TraceSetError, describe_validation_error
 from flashinfer_bench.data.jsonl import jsonl_lines
 from flashinfer_bench.data.solution import Solution
@@ -72,7 +73,12 @@ def merge_trace_sets(sources: Sequence[str | Path], output: str | Path) -> Merge
 
     known = {name: definition for name, (definition, _) in definitions.items()}
     for name, definition in known.items():
-        _write_json(out / DEFINITIONS / definition.op_type / f"{name}.json", definition)
+        path = out / DEFINITIONS / definition.op_type / f"{name}.json"
+        if definition.fi_api is not None:  # FlashInfer's file, written back as it was read (definition_file)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(definition_text(definition), encoding="utf-8")
+        else:
+            _write_json(path, definition)
     for name, (solution, _) in solutions.items():
         op_type = known[solution.definition].op_type
         _write_json(out / SOLUTIONS / solution.author / op_type / solution.definition / f"{name}.json", solution)

@@ -123,3 +123,13 @@ def test_keys_no_field_declares_are_written_back_by_the_file_writer_only(tmp_pat
     assert list(definition_document(definition)["inputs"]["x"]) == ["dtype", "shape", "layout"]
     assert "future" not in json.loads(definition.model_dump_json())
     assert definition.undeclared_values == {"future": {"kept": [1, 2]}}
+
+
+@needs_dumps
+def test_merging_writes_flashinfers_definitions_back_as_they_were(tmp_path):
+    from flashinfer_bench.data.merge import merge_trace_sets
+
+    report = merge_trace_sets([DUMPS], tmp_path / "merged")
+    assert report.definitions == 117 and len(report.problems) == len(UNDECLARED_AXIS)
+    for file in sorted((tmp_path / "merged" / "definitions").rglob("*.json")):
+        assert file.read_bytes() == (DUMPS / "definitions" / file.name).read_bytes(), file.name
