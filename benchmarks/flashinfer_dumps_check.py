@@ -106,15 +106,15 @@ def _config(names: list[str], opts: argparse.Namespace):
 
 def run_all(root: Path, names: list[str], opts: argparse.Namespace) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
     """Each definition's solutions' statuses from one Benchmark over all of them (one runner start), and the
-    definitions the harness could not even list work for (each said in one line)."""
+    definitions the harness could not even list and group work for (each said in one line)."""
     from flashinfer_bench.bench import Benchmark
     from flashinfer_bench.data import TraceSet
 
     trace_set = TraceSet.from_path(root)
     refused: dict[str, str] = {}
-    for name in names:  # listing the work resolves each definition's evaluator: a failure there is this one's
+    for name in names:  # listing and grouping the work reads each definition (its evaluator, its tensors' sizes)
         try:
-            Benchmark(trace_set, _config([name], opts)).work_items()
+            Benchmark(trace_set, _config([name], opts)).work_groups()
         except Exception as exc:
             refused[name] = _failure(exc)
     accepted = [name for name in names if name not in refused]

@@ -247,15 +247,20 @@ def _read_axes(definition: Definition, values: Mapping[str, Any], given: Mapping
 
 
 def _output_axes(definition: Definition, made: InitInputs) -> dict[str, int]:
-    """Axes only the outputs show, read from the reference's outputs for the inputs ``init`` made."""
+    """Axes only the outputs show, read from the reference's outputs for the inputs ``init`` made; raises
+    DefinitionCodeError when an output has another number of dimensions than its shape names."""
     try:
         outputs = call_reference(definition, made.values)
     except Exception:  # the reference's own failure is reported where it is called to judge
         return {}
     axes: dict[str, int] = {}
-    for spec, value in zip(definition.outputs.values(), outputs, strict=True):
-        if isinstance(value, torch.Tensor) and spec.shape is not None and value.dim() == len(spec.shape):
-            axes.update({axis: int(length) for axis, length in zip(spec.shape, value.shape, strict=True)})
+    for (name, spec), value in zip(definition.outputs.items(), outputs, strict=True):
+        if not isinstance(value, torch.Tensor) or spec.shape is None:
+            continue
+        if value.dim() != len(spec.shape):
+            raise DefinitionCodeError(f"the reference of {definition.name} returns '{name}' with {value.dim()} "
+                                      f"dimensions {list(value.shape)}, its shape {spec.shape} has {len(spec.shape)}")
+        axes.update({axis: int(length) for axis, length in zip(spec.shape, value.shape, strict=True)})
     return axes
 
 
@@ -294,6 +299,11 @@ def call_reference(definition: Definition, values: Mapping[str, Any]) -> tuple[A
     if len(outputs) != len(definition.outputs):
         raise DefinitionCodeError(f"the reference of {definition.name} returned {len(outputs)} outputs, the "
                                   f"definition declares {len(definition.outputs)} ({', '.join(definition.outputs)})")
+    for (name, spec), value in zip(definition.outputs.items(), outputs, strict=True):
+        if isinstance(value, torch.Tensor) and not spec.is_open and value.dtype != DType(spec.dtype).to_torch():
+            raise DefinitionCodeError(f"the reference of {definition.name} returned '{name}' as "
+                                      f"{str(value.dtype).removeprefix('torch.')}, the definition says "
+                                      f"{spec.dtype.value}")
     return outputs
 
 

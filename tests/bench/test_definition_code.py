@@ -25,13 +25,13 @@ needs_dumps = pytest.mark.skipif(not DUMPS.is_dir(), reason=f"the FlashInfer dum
 #: Dumps whose init and reference both run on a CPU (the others need FlashInfer or CUDA, or are listed below).
 CPU_RUNNABLE = [
     "chain_speculative_sampling_v32000", "concat_mla_k_h128_nope128_rope64_d192", "fmha_v2_prefill_sm120_h4_d128",
-    "fused_add_rmsnorm_quant_h7168", "gdn_fused_decode_h5120_v48_d128", "gelu_and_mul_h16384",
+    "gdn_fused_decode_h5120_v48_d128", "gelu_and_mul_h16384",
     "gelu_tanh_and_mul_h16384", "gemm_bf16_N256_K7168", "gemma_rmsnorm_h4608", "layernorm_h768",
-    "layernorm_quant_h768", "merge_state_h32_d128", "merge_state_in_place_h32_d128", "merge_states_h32_d128",
+    "layernorm_quant_h768", "merge_state_in_place_h32_d128", "merge_states_h32_d128",
     "min_p_sampling_v32000", "mla_paged_decode_h16_ckv512_kpe64_ps1", "mla_paged_decode_h16_ckv512_kpe64_ps64",
     "msa_proxy_score_h4_kv1_d128", "msa_sparse_attention_h64_kv4_d128_topk16",
-    "msa_sparse_decode_attention_h64_kv4_d128_topk16", "rmsnorm_h4096", "rmsnorm_h7168", "rmsnorm_quant_h7168",
-    "sampling_from_probs_v32000", "silu_and_mul_h16384", "silu_and_mul_nvfp4_quantize_k16384",
+    "msa_sparse_decode_attention_h64_kv4_d128_topk16", "rmsnorm_h4096", "rmsnorm_h7168",
+    "sampling_from_probs_v32000", "silu_and_mul_h16384",
     "single_decode_h32_kv8_d128", "single_prefill_h32_kv8_d128", "softmax_v32000", "top_k_mask_logits_v32000",
     "top_k_renorm_probs_v32000", "top_k_sampling_v128256", "top_k_top_p_sampling_v128256",
     "top_p_renorm_probs_v32000", "top_p_sampling_v32000", "trtllm_batch_decode_block_sparse_h16_kv2_d128_ps16",
@@ -44,6 +44,9 @@ CANNOT = {
     "gqa_paged_decode_h32_kv8_d128_ps64": "needs ['sm_scale'], which no input gives (init does not make them)",
     "fused_add_rmsnorm_h5120": "returned 1 outputs, the definition declares 2 (output, residual)",
     "bmm_mxfp8_N128_K128": "No module named 'flashinfer'",
+    "rmsnorm_quant_h7168": "returned 'out' as float8_e4m3fn, the definition says bfloat16",
+    "merge_state_h32_d128": "returned 'v_merged' as float32, the definition says bfloat16",
+    "silu_and_mul_nvfp4_quantize_k16384": "returns 'sf' with 2 dimensions [4, 512], its shape ['num_scale_elems']",
 }
 
 
