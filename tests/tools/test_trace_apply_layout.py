@@ -26,7 +26,7 @@ from flashinfer_bench.tools.reference_solutions import reference_solution, write
 DUMPS = REPO.parent / "shared" / "corpus" / "flashinfer-dumps"
 pytestmark = pytest.mark.skipif(not DUMPS.is_dir(), reason=f"the FlashInfer dumps are not at {DUMPS}")
 #: Definitions whose reference runs on a CPU; gemma_rmsnorm's reference names its first input ``input``.
-CHOSEN = ["rmsnorm_h4096", "gemma_rmsnorm_h4608", "merge_state_h32_d128", "single_decode_h32_kv8_d128",
+CHOSEN = ["rmsnorm_h4096", "gemma_rmsnorm_h4608", "merge_states_h32_d128", "single_decode_h32_kv8_d128",
           "top_k_renorm_probs_v32000"]
 LANGUAGES = {"python", "triton", "cpp", "cuda", "tilelang", "cutedsl"}
 
