@@ -3,12 +3,15 @@
 Random inputs come from a generator seeded with one integer: the judge and the worker that calls the solution draw
 exactly the same tensors from the same seed, so the judge can hand the worker a seed instead of the tensors and
 still know what the solution was given. The judge derives seeds from a secret of the run (see
-``evaluators.context``), so no solution can predict the inputs of a later call.
+``judge/context.py``), so no solution can predict the inputs of a later call.
 
 Inputs read from safetensors blobs vary with the seed too, where they may: each axis of a floating-point blob
 tensor is reordered by a seeded permutation (see ``blob_order_axes``), so that no two calls see the same values;
 integer and bool blobs (page tables, offsets, indices) and any input a constraint names stay exactly what the blob
 holds. docs/security.md says why this way and what remains.
+
+A definition with an ``init`` (FlashInfer's input generator, see ``definition_code``) draws from it every input
+its workload does not give as a scalar or a blob, seeded with the same seed, so judge and worker agree there too.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 import torch
 
+from flashinfer_bench.bench.definition_code import InitInputs, run_init
 from flashinfer_bench.bench.seeds import stable_seed
 from flashinfer_bench.data import Definition, DType, SafetensorsInput, ScalarInput, TensorSpec, Workload
 from flashinfer_bench.data.workload_check import read_blob_tensor
@@ -108,6 +112,10 @@ class InputPlan:
         self.axes = definition.bind_axes(workload.axes)
         self.sources = [(name, spec, workload.inputs.get(name), definition.shape_of(spec, self.axes))
                         for name, spec in definition.inputs.items()]
+        #: Inputs the definition's ``init`` makes (those the workload does not give), and which of them init
+        #: gave at plan time in the latest draw (layout inputs).
+        self.from_init = _made_by_init(definition, workload)
+        self.layout: frozenset[str] = frozenset()
         drawn = {name for name, _, source, _ in self.sources if source is None}
         self.value_constraints = [c for c in definition.parsed_constraints if c.names & drawn]
         #: input index -> the axes along which that blob input is reordered for each draw
@@ -118,7 +126,8 @@ class InputPlan:
         self.shared: dict[torch.dtype, list[tuple[int, int, tuple[int, ...]]]] = {}
         self.shared_sizes: dict[torch.dtype, int] = {}
         for index, (name, spec, source, shape) in enumerate(self.sources):
-            dtype = _shared_draw_dtype(spec, name, definition) if source is None and shape is not None else None
+            random = source is None and shape is not None and name not in self.from_init
+            dtype = _shared_draw_dtype(spec, name, definition) if random else None
             if dtype is not None:
                 per_alignment = max(1, DRAWN_ALIGNMENT_BYTES // torch.empty((), dtype=dtype).element_size())
                 start = -(-self.shared_sizes.get(dtype, 0) // per_alignment) * per_alignment
@@ -140,6 +149,18 @@ class InputPlan:
             self._orders = torch.Generator(device=torch.device(self.device))
         return self._orders.manual_seed(stable_seed(seed, "blob order", name))
 
+    def _init_inputs(self, seed: int) -> InitInputs:
+        """The definition's ``init`` run for this workload's axes; its tensors must show the workload's axes."""
+        made = run_init(self.definition, self.axes, seed, self.device)
+        differ = {axis: (made.axes[axis], length) for axis, length in self.axes.items()
+                  if axis in made.axes and made.axes[axis] != length}
+        if differ:
+            raise ValueError("the definition's init made inputs whose shapes disagree with the workload's axes: "
+                             + ", ".join(f"{axis} is {ours} in them, {theirs} in the workload"
+                                         for axis, (ours, theirs) in differ.items()))
+        self.layout = made.layout
+        return made
+
     def draw(self, seed: int) -> list[Any]:
         """The definition's inputs, in order, drawn from ``seed`` (blob tensors are private copies)."""
         definition, torch_device = self.definition, torch.device(self.device)
@@ -156,11 +177,14 @@ class InputPlan:
                 value = buffer[start:start + math.prod(shape)].view(shape)
                 wanted = DType(self.sources[index][1].dtype).to_torch()
                 values[index] = value if wanted == dtype else value.to(wanted)
+        made = self._init_inputs(seed) if self.from_init else None
         scalars: torch.Generator | None = None
         for index, (name, spec, source, shape) in enumerate(self.sources):
             if values[index] is not None:
                 continue
-            if isinstance(source, ScalarInput):
+            if made is not None and name in self.from_init:
+                values[index] = made.values.get(name)
+            elif isinstance(source, ScalarInput):
                 values[index] = source.value
             elif isinstance(source, SafetensorsInput):
                 stored = _blob_tensor(source, name, spec, shape, self.root, self.device, self.blobs)
@@ -178,6 +202,21 @@ class InputPlan:
                 raise ValueError("the drawn inputs break the definition's constraints (give these inputs in a "
                                  "blob): " + "; ".join(violations))
         return values
+
+
+def _made_by_init(definition: Definition, workload: Workload) -> frozenset[str]:
+    """The inputs ``init`` makes for this workload: those it does not give as a scalar or a blob, when the
+    definition has an ``init``. Without one, an input whose dtype names no element type cannot be drawn."""
+    left = [name for name in definition.inputs if not isinstance(workload.inputs.get(name), ScalarInput |
+                                                                   SafetensorsInput)]
+    if definition.init is not None:
+        return frozenset(left)
+    open_types = [f"'{name}' ({definition.inputs[name].dtype.value})" for name in left
+                  if definition.inputs[name].is_open]
+    if open_types:
+        raise ValueError(f"inputs {', '.join(open_types)} name no element type and the definition has no init: "
+                         "the workload must give them (as scalars or blobs)")
+    return frozenset()
 
 
 def generate_inputs(definition: Definition, workload: Workload, seed: int, device: str,

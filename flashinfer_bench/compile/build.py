@@ -40,12 +40,16 @@ def build_solution(
 
 
 def build_reference(definition: Definition) -> Callable[..., Any]:
-    """The ``run`` function of a definition's reference source; raises BuildError if it does not import.
+    """The entry point of a definition's reference source (``run``, or FlashInfer's ``<op>_reference``: see
+    ``data.entry_points``); raises BuildError if there is no reference or it does not import.
 
     The source is registered with ``linecache`` under a readable file name, so tracebacks through
     the reference show its lines without writing it to disk.
     """
     source = definition.reference
+    if source is None:
+        raise BuildError(f"the definition {definition.name} has no reference (FlashInfer wrote it without one: "
+                         "its template for this API has none), so nothing can be checked against it")
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     module_name = f"fib_reference_{digest}"
     module = sys.modules.get(module_name)
@@ -63,7 +67,8 @@ def build_reference(definition: Definition) -> Callable[..., Any]:
                 f"the reference of {definition.name} failed to import: {type(exc).__name__}: {exc}",
                 log=bound_log(traceback.format_exc()),
             ) from exc
-    run = getattr(module, "run", None)
+    entry = definition.reference_entry
+    run = getattr(module, entry, None) if entry is not None else None
     if not callable(run):
-        raise BuildError(f"the reference of {definition.name} defines no callable run")
+        raise BuildError(f"the reference of {definition.name} defines no callable {entry}")
     return run

@@ -3,7 +3,10 @@
 Real definitions constrain axes (``num_qo_heads % num_kv_heads == 0``) and input tensors
 (``num_kv_indices == kv_indptr[-1].item()``, ``gemm2_weights.shape[1] == hidden_size``). The grammar is what
 such expressions use and nothing more: names, numbers, arithmetic, comparisons, ``and``/``or``/``not``,
-integer indexing, ``.shape`` and ``.item()``. Anything else (attribute climbs such as ``().__class__``,
+integer indexing, ``.shape`` and ``.item()``; and, as FlashInfer writes them, membership in a literal list
+(``head_dim in (64, 128)``), string literals compared with ``==`` / ``!=`` (``mask_type == 'causal'``),
+``is None`` / ``is not None`` (an optional input left out), ``a if condition else b``, and ``max()`` /
+``min()`` of one tensor. Anything else (attribute climbs such as ``().__class__``,
 calls, strings, lambdas) is rejected when the definition is read, so a constraint can never run code.
 
 A constraint is evaluated over whatever is known: axis lengths, and for each input either a real tensor or a
@@ -58,6 +61,11 @@ _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
     ast.Gt: operator.gt,
     ast.GtE: operator.ge,
 }
+_MEMBERSHIP: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
+    ast.In: lambda item, options: item in options,
+    ast.NotIn: lambda item, options: item not in options,
+}
+_IDENTITY = (ast.Is, ast.IsNot)
 _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
     ast.USub: operator.neg,
     ast.UAdd: operator.pos,
@@ -65,6 +73,9 @@ _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
 }
 _ATTRIBUTES = frozenset({"shape"})
 _METHODS = frozenset({"item"})
+#: Functions a constraint may call, each on one tensor: its largest or smallest element (FlashInfer writes
+#: ``max(seq_lens_kv) <= seq_len_kv``).
+_REDUCTIONS: dict[str, str] = {"max": "amax", "min": "amin"}
 
 
 @dataclass(frozen=True)
@@ -90,7 +101,10 @@ class Constraint:
         if len(nodes) > MAX_NODES:
             raise ConstraintError(f"constraint {source!r} has {len(nodes)} parts, at most {MAX_NODES} are allowed")
         names: set[str] = set()
+        option_lists = _option_lists(nodes, source)
         for node in nodes:
+            if id(node) in option_lists:
+                continue
             _check_node(node, source)
             if isinstance(node, ast.Name):
                 names.add(node.id)
@@ -126,15 +140,33 @@ class Constraint:
         return ", ".join(parts)
 
 
+def _option_lists(nodes: list[ast.AST], source: str) -> set[int]:
+    """The literal lists on the right of ``in`` / ``not in`` (the only place a tuple or list may stand); a
+    membership test must be a comparison of its own, not part of a chain."""
+    lists: set[int] = set()
+    for node in nodes:
+        if isinstance(node, ast.Compare) and any(isinstance(op, tuple(_MEMBERSHIP)) for op in node.ops):
+            options = node.comparators[-1]
+            if len(node.ops) != 1 or not isinstance(options, ast.Tuple | ast.List):
+                raise ConstraintError(f"constraint {source!r}: 'in' must test one value against a literal list, "
+                                      "as in 'head_dim in (64, 128)'")
+            lists.add(id(options))
+    return lists
+
+
 def _check_node(node: ast.AST, source: str) -> None:
     allowed = (
-        ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Name, ast.Load,
-        ast.Constant, ast.Subscript, ast.Attribute, ast.Call, *_BINARY, *_COMPARE, *_UNARY,
+        ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.BinOp, ast.UnaryOp, ast.IfExp, ast.Compare, ast.Name, ast.Load,
+        ast.Constant, ast.Subscript, ast.Attribute, ast.Call, *_BINARY, *_COMPARE, *_MEMBERSHIP, *_IDENTITY,
+        *_UNARY,
     )
     if not isinstance(node, allowed):
         raise ConstraintError(f"constraint {source!r} uses {type(node).__name__}, which constraints may not use")
-    if isinstance(node, ast.Constant) and (not isinstance(node.value, int | float) or isinstance(node.value, complex)):
-        raise ConstraintError(f"constraint {source!r} uses the literal {node.value!r}; only numbers are allowed")
+    if isinstance(node, ast.Constant) and not isinstance(node.value, int | float | str | None):
+        raise ConstraintError(f"constraint {source!r} uses the literal {node.value!r}; only numbers, strings "
+                              "and None are allowed")
+    if isinstance(node, ast.Compare):
+        _check_comparison(node, source)
     if isinstance(node, ast.Name) and node.id.startswith("__"):
         raise ConstraintError(f"constraint {source!r} names {node.id!r}; names may not start with '__'")
     if isinstance(node, ast.Attribute) and node.attr not in _ATTRIBUTES | _METHODS:
@@ -144,10 +176,30 @@ def _check_node(node: ast.AST, source: str) -> None:
         return
     if isinstance(node, ast.Call):
         function = node.func
-        if not (isinstance(function, ast.Attribute) and function.attr in _METHODS) or node.args or node.keywords:
-            raise ConstraintError(f"constraint {source!r} makes a call; only .item() with no arguments is allowed")
+        method = isinstance(function, ast.Attribute) and function.attr in _METHODS and not node.args
+        reduction = isinstance(function, ast.Name) and function.id in _REDUCTIONS and len(node.args) == 1
+        if not (method or reduction) or node.keywords:
+            raise ConstraintError(f"constraint {source!r} makes a call; only .item() with no arguments, and max() "
+                                  "or min() of one tensor, are allowed")
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice | ast.Tuple):
         raise ConstraintError(f"constraint {source!r} slices; only a single integer index is allowed")
+
+
+def _check_comparison(node: ast.Compare, source: str) -> None:
+    """``is`` / ``is not`` only as 'value is None', on its own; strings only beside ``==`` and ``!=``."""
+    operands = (node.left, *node.comparators)
+    none_literals = [o for o in operands if isinstance(o, ast.Constant) and o.value is None]
+    if any(isinstance(op, _IDENTITY) for op in node.ops) or none_literals:
+        if len(node.ops) != 1 or not isinstance(node.ops[0], _IDENTITY) or none_literals != [node.comparators[0]]:
+            raise ConstraintError(f"constraint {source!r}: None may only be tested as 'value is None' or "
+                                  "'value is not None'")
+    for index, op in enumerate(node.ops):
+        sides = (operands[index], operands[index + 1])
+        texts = [side for side in sides if isinstance(side, ast.Constant) and isinstance(side.value, str)]
+        names = [side for side in sides if isinstance(side, ast.Name)]
+        if texts and not (isinstance(op, ast.Eq | ast.NotEq) and len(texts) == 1 and len(names) == 1):
+            raise ConstraintError(f"constraint {source!r}: a string may only be compared, with '==' or '!=', to a "
+                                  "named argument")
 
 
 def _plain(value: Any) -> Any:
@@ -202,17 +254,36 @@ class _Evaluator(ast.NodeVisitor):
         except (ArithmeticError, ValueError, TypeError) as exc:
             raise self.fail(f"{ast.unparse(node)} failed: {exc}") from None
 
+    def visit_IfExp(self, node: ast.IfExp) -> Any:
+        return self.visit(node.body if _plain(self.visit(node.test)) else node.orelse)
+
     def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
         return _UNARY[type(node.op)](self._number(node.operand))
 
     def visit_Compare(self, node: ast.Compare) -> bool:
-        left = self._number(node.left)
+        if isinstance(node.ops[0], _IDENTITY):  # the grammar check made it 'name is [not] None'
+            absent = self.visit(node.left) is None
+            return absent if isinstance(node.ops[0], ast.Is) else not absent
+        left = self._comparable(node.left, node.ops[0])
+        membership = _MEMBERSHIP.get(type(node.ops[0]))
+        if membership is not None:  # the grammar check made it 'value in (literal, ...)'
+            options = node.comparators[0]
+            assert isinstance(options, ast.Tuple | ast.List)
+            return membership(left, tuple(self._number(option) for option in options.elts))
         for op, comparator in zip(node.ops, node.comparators, strict=True):
-            right = self._number(comparator)
+            right = self._comparable(comparator, op)
             if not _COMPARE[type(op)](left, right):
                 return False
             left = right
         return True
+
+    def _comparable(self, node: ast.AST, op: ast.cmpop) -> Any:
+        """A number; beside ``==`` / ``!=`` also a string (a host argument such as ``mask_type``)."""
+        if isinstance(op, ast.Eq | ast.NotEq):
+            value = _plain(self.visit(node))
+            if isinstance(value, str):
+                return value
+        return self._number(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> Any:
         target = self.visit(node.value)
@@ -235,6 +306,13 @@ class _Evaluator(ast.NodeVisitor):
             raise self.fail(f"{ast.unparse(node)} failed: {exc}") from None
 
     def visit_Call(self, node: ast.Call) -> Any:
+        if isinstance(node.func, ast.Name):  # max() or min() of one tensor, by the grammar check
+            target = self.visit(node.args[0])
+            if isinstance(target, ShapeOnly):
+                raise _Undetermined
+            if not hasattr(target, "shape") or len(tuple(target.shape)) == 0 or target.numel() == 0:
+                raise self.fail(f"{ast.unparse(node.args[0])} is not a non-empty tensor")
+            return getattr(target, _REDUCTIONS[node.func.id])().item()
         assert isinstance(node.func, ast.Attribute)  # guaranteed by the grammar check
         target = self.visit(node.func.value)
         if isinstance(target, ShapeOnly):

@@ -9,6 +9,7 @@ from typing import Any
 class DType(str, Enum):
     """Element type of a definition's input or output tensor."""
 
+    FLOAT64 = "float64"
     FLOAT32 = "float32"
     FLOAT16 = "float16"
     BFLOAT16 = "bfloat16"
@@ -19,6 +20,8 @@ class DType(str, Enum):
     INT32 = "int32"
     INT16 = "int16"
     INT8 = "int8"
+    UINT32 = "uint32"
+    UINT8 = "uint8"
     BOOL = "bool"
 
     @property
@@ -36,3 +39,27 @@ class DType(str, Enum):
         name = "float4_e2m1fn_x2" if self is DType.FLOAT4_E2M1 else self.value
         return getattr(torch, name)
 
+
+class OpenDType(str, Enum):
+    """A ``dtype`` FlashInfer writes that names no fixed element type (see docs/trace-format.md).
+
+    ``unknown``: a tensor whose element type is chosen when the call is planned (index arrays of the wrapper
+    APIs), or an optional tensor the traced call left out. ``string`` and ``dtype``: host arguments that are a
+    string (``mask_type="causal"``) or a torch dtype (``out_dtype=torch.bfloat16``), never tensors.
+    Such an input cannot be drawn at random: it comes from the definition's ``init`` or from the workload.
+    """
+
+    UNKNOWN = "unknown"
+    STRING = "string"
+    DTYPE = "dtype"
+
+
+def parse_dtype(value: Any) -> DType | OpenDType:
+    """A definition's ``dtype`` field; a ValueError lists every accepted value."""
+    for kind in (DType, OpenDType):
+        try:
+            return kind(value)
+        except ValueError:
+            continue
+    accepted = ", ".join(f"'{d.value}'" for d in (*DType, *OpenDType))
+    raise ValueError(f"Input should be {accepted}")

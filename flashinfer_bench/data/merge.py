@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from flashinfer_bench.data import layout
 from flashinfer_bench.data.definition import Definition
+from flashinfer_bench.data.definition_file import definition_text
 from flashinfer_bench.data.errors import TraceSetError, describe_validation_error
 from flashinfer_bench.data.jsonl import jsonl_lines
 from flashinfer_bench.data.solution import Solution
@@ -75,7 +76,13 @@ def merge_trace_sets(sources: Sequence[str | Path], output: str | Path) -> Merge
 
     known = {name: definition for name, (definition, _) in definitions.items()}
     for name, definition in known.items():
-        _write_json(layout.definition_file(out, definition.op_type, name), definition)
+        path = layout.definition_file(out, definition.op_type, name)
+        if definition.fi_api is not None:  # FlashInfer's file, written back as it was read (definition_file)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "x", encoding="utf-8") as handle:
+                handle.write(definition_text(definition))
+        else:
+            _write_json(path, definition)
     for name, (solution, _) in solutions.items():
         op_type = known[solution.definition].op_type
         _write_json(layout.solution_file(out, solution.author, op_type, solution.definition, name), solution)

@@ -16,12 +16,12 @@ from typing import Any
 from flashinfer_bench.data import layout
 from flashinfer_bench.data.constraints import ShapeOnly
 from flashinfer_bench.data.definition import Definition
-from flashinfer_bench.data.dtypes import DType
+from flashinfer_bench.data.dtypes import DType, OpenDType
 from flashinfer_bench.data.workload import SafetensorsInput, ScalarInput, Workload
 
 #: safetensors' names for the element types a definition may name.
 SAFETENSORS_DTYPES = {
-    DType.FLOAT32: "F32", DType.FLOAT16: "F16", DType.BFLOAT16: "BF16", DType.FLOAT8_E4M3FN: "F8_E4M3",
+    DType.FLOAT64: "F64", DType.UINT32: "U32", DType.UINT8: "U8", DType.FLOAT32: "F32", DType.FLOAT16: "F16", DType.BFLOAT16: "BF16", DType.FLOAT8_E4M3FN: "F8_E4M3",
     DType.FLOAT8_E5M2: "F8_E5M2", DType.FLOAT4_E2M1: "F4", DType.INT64: "I64", DType.INT32: "I32",
     DType.INT16: "I16", DType.INT8: "I8", DType.BOOL: "BOOL",
 }
@@ -77,8 +77,12 @@ def check_workload(definition: Definition, workload: Workload, root: str | Path 
         field = "workload.inputs." + (names[0] if len(names) == 1 else "{" + ",".join(names) + "}") + ".path"
         problems.append(WorkloadProblem(field, message))
     if not problems:
+        # Scalars the definition's init makes are not known before it runs: their constraints are checked on
+        # each draw (bench.inputs), as those on tensor values are.
+        known = [c for c in definition.parsed_constraints
+                 if definition.init is None or not (c.names & set(definition.inputs)) - set(values)]
         problems.extend(WorkloadProblem("constraints", message)
-                        for message in definition.constraint_violations(axes, values))
+                        for message in definition.constraint_violations(axes, values, known))
     return problems
 
 
@@ -102,7 +106,7 @@ def read_blob_tensor(source: SafetensorsInput, dtype: DType, shape: tuple[int, .
     return _read_blob(path, source.tensor_key, dtype, shape, load=True)
 
 
-def _read_blob(path: Path, key: str, dtype: DType, shape: tuple[int, ...] | None, *,
+def _read_blob(path: Path, key: str, dtype: DType | OpenDType, shape: tuple[int, ...] | None, *,
                load: bool) -> tuple[Any, str | None]:
     """As read_blob_tensor, for a file that exists; with ``load`` false only its header is read, and a blob
     without problems gives (None, None)."""
@@ -117,7 +121,8 @@ def _read_blob(path: Path, key: str, dtype: DType, shape: tuple[int, ...] | None
                 return None, f"{path} has no tensor '{key}' (it has {sorted(keys)})"
             stored = blob.get_slice(key)
             stored_dtype, stored_shape = stored.get_dtype(), tuple(stored.get_shape())
-            expected_dtype = SAFETENSORS_DTYPES.get(DType(dtype))
+            # An input whose dtype FlashInfer left open (``unknown``) may be stored in any type.
+            expected_dtype = SAFETENSORS_DTYPES.get(dtype) if isinstance(dtype, DType) else stored_dtype
             if stored_dtype != expected_dtype:
                 return None, (f"{path}: tensor '{key}' is {stored_dtype}, the definition says "
                               f"{DType(dtype).value} ({expected_dtype})")

@@ -4,8 +4,13 @@ Both are value-returning Python solutions (``destination_passing_style: false``)
 format. They check the harness against the dataset: the reference as a solution must pass against itself,
 and the perturbed copy must fail, with the evaluator that the op type resolves to.
 
-Solutions receive their inputs in the definition's order. A reference whose ``run`` names its parameters in
-another order (four MoE definitions of the public dataset put ``routing_bias`` second) is called by keyword.
+The solutions take the inputs positionally in the definition's order (as this project calls them) or by name
+(as ``flashinfer.trace_apply`` calls a Python solution, leaving absent inputs out). The reference is called by
+keyword: a parameter named like an input takes it (four MoE definitions of the public dataset put
+``routing_bias`` second), parameters named like no input take the inputs no parameter names, in order
+(FlashInfer's references sometimes use the API's name, ``input`` for ``hidden_states``), and absent (None)
+inputs are left out so the reference's own defaults apply. Its entry point is ``run`` or FlashInfer's
+``<op>_reference`` (``data.entry_points``).
 """
 
 from __future__ import annotations
@@ -40,30 +45,46 @@ def _perturbed(value):
 '''
 
 
-def reference_parameters(definition: Definition) -> list[str]:
-    """The names of the reference ``run``'s positional parameters, in order."""
+def _entry(definition: Definition) -> ast.FunctionDef:
+    if definition.reference is None or definition.reference_entry is None:
+        raise ValueError(f"the definition {definition.name} has no reference to make solutions from")
     module = ast.parse(definition.reference)
-    run = next(node for node in module.body if isinstance(node, ast.FunctionDef) and node.name == "run")
-    return [argument.arg for argument in (*run.args.posonlyargs, *run.args.args)]
+    return next(node for node in reversed(module.body)
+                if isinstance(node, ast.FunctionDef) and node.name == definition.reference_entry)
 
 
-def _call_line(definition: Definition) -> str:
-    names = list(definition.inputs)
-    if reference_parameters(definition) == names or not set(names) <= set(reference_parameters(definition)):
-        return "_reference_run(*args)"
-    keywords = ", ".join(f"{name}=args[{index}]" for index, name in enumerate(names))
-    return f"_reference_run({keywords})"
+def reference_parameters(definition: Definition) -> list[str]:
+    """The names of the reference entry point's positional parameters, in order."""
+    arguments = _entry(definition).args
+    return [argument.arg for argument in (*arguments.posonlyargs, *arguments.args)]
+
+
+def reference_arguments(definition: Definition) -> dict[str, str]:
+    """Which input each parameter of the reference's entry point takes (parameter -> input)."""
+    arguments = _entry(definition).args
+    parameters = [argument.arg for argument in (*arguments.args, *arguments.kwonlyargs)]
+    by_parameter = {name: name for name in parameters if name in definition.inputs}
+    spare = [name for name in definition.inputs if name not in parameters]
+    unnamed = [name for name in parameters if name not in definition.inputs]
+    by_parameter.update(zip(unnamed, spare, strict=False))
+    return by_parameter
 
 
 def _source(definition: Definition, perturb: bool) -> str:
-    call = _call_line(definition)
+    by_parameter = reference_arguments(definition)  # first: says so when there is no reference
+    call = "_reference_run(**{p: values[n] for p, n in _BY_PARAMETER.items() if values.get(n) is not None})"
     result = f"_perturbed({call})" if perturb else call
     tail = _PERTURB.format(factor=PERTURBATION) if perturb else ""
     return (
-        f"{definition.reference.rstrip()}\n\n\n"
+        f"{(definition.reference or '').rstrip()}\n\n\n"
         "import torch\n\n"
-        "_reference_run = run\n\n\n"
-        f"def run(*args):\n    return {result}\n{tail}"
+        f"_reference_run = {definition.reference_entry}\n"
+        f"_INPUTS = {tuple(definition.inputs)!r}\n"
+        f"_BY_PARAMETER = {by_parameter!r}\n\n\n"
+        "def run(*args, **kwargs):\n"
+        "    values = dict(zip(_INPUTS, args))\n"
+        "    values.update(kwargs)\n"
+        f"    return {result}\n{tail}"
     )
 
 
