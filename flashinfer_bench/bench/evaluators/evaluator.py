@@ -200,6 +200,7 @@ class Evaluator(ABC):
         """Each trial's inputs through the solution, its outputs against the reference's. CallFailed (an
         exception in solution code, outputs of the wrong structure) propagates to the judge."""
         total = ValueErrors()
+        outputs = []
         for trial, reference in enumerate(baseline.outputs):
             in_out = baseline.written[trial] if baseline.written else {}
             result = solution.call(ctx.trial_seed(trial), return_inputs=list(in_out))
@@ -207,10 +208,28 @@ class Evaluator(ABC):
             if written:
                 return CorrectnessResult(EvaluationStatus.INCORRECT_NUMERICAL,
                                          message=f"the solution wrote into its input(s) {written}")
+            outputs.append(result.outputs[0])
             total = total.merge(cls.output_errors(ctx.definition, result.outputs[0], reference, ctx.config))
             for name, expected in in_out.items():  # in/out buffers: what the reference wrote there
                 total = total.merge(value_errors(result.returned[name], expected, ctx.config.rtol, ctx.config.atol))
-        return cls.verdict(total, ctx.config)
+        verdict = cls.verdict(total, ctx.config)
+        if verdict.passed and ctx.definition.check is not None:
+            return cls.definition_check(ctx, baseline, outputs, verdict)
+        return verdict
+
+    @classmethod
+    def definition_check(cls, ctx: EvaluationContext, baseline: Baseline, outputs: list[tuple[Any, ...]],
+                         verdict: CorrectnessResult) -> CorrectnessResult:
+        """The definition's own ``check`` (FlashInfer's, evaluators/definition_check.py), run here in the judge on
+        each trial's outputs, after the evaluator's own checks passed: a rule added to them, never replacing them."""
+        from flashinfer_bench.bench.evaluators.definition_check import run_check
+
+        for trial, (trial_outputs, reference) in enumerate(zip(outputs, baseline.outputs, strict=True)):
+            inputs = dict(zip(ctx.input_names, baseline.inputs[trial], strict=True))
+            checked = run_check(ctx.definition, inputs, trial_outputs, reference)
+            if not checked.passed:
+                return CorrectnessResult(EvaluationStatus.INCORRECT_NUMERICAL, verdict.correctness, checked.message)
+        return verdict
 
     @classmethod
     def output_errors(cls, definition: Definition, outputs: tuple[Any, ...], reference: tuple[Any, ...],
