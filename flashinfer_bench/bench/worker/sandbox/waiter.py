@@ -66,13 +66,19 @@ def _keep_only(fd: int) -> None:
     os.closerange(WAITER_KEPT_FD + 1, MAX_FD)
 
 
-def _wait_for_child(child: int) -> tuple[int, int | None]:
+def _wait_for_child(child: int, cpu_seconds: int | None) -> tuple[int, int | None]:
     """Wait for the child to exit, or for a signal that ends the waiter (WAITER_WATCHED_SIGNALS are blocked).
 
-    Returns the child's wait status and the fatal signal received, if any."""
+    Returns the child's wait status and the fatal signal received, if any. A child SIGKILLed once it had used
+    its CPU time limit (the kernel's SIGXCPU is lost on a namespace's pid 1, its SIGKILL at the hard limit
+    is not) counts as killed by SIGXCPU, so that its parent can tell which limit ended it."""
     while True:
-        pid, status = os.waitpid(child, os.WNOHANG)
+        pid, status, usage = os.wait4(child, os.WNOHANG)
         if pid:
+            used = usage.ru_utime + usage.ru_stime
+            if cpu_seconds is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL \
+                    and used >= cpu_seconds:
+                return status, signal.SIGXCPU
             return status, None
         received = signal.sigwaitinfo(WAITER_WATCHED_SIGNALS).si_signo
         if received not in WAITER_IGNORED_SIGNALS:
@@ -102,14 +108,14 @@ def _end_like(status: int, received: int | None) -> NoReturn:
         os._exit(WAITER_FAILED_STATUS)
 
 
-def _serve_as_waiter(child: int, alive: int) -> NoReturn:
+def _serve_as_waiter(child: int, alive: int, cpu_seconds: int | None = None) -> NoReturn:
     """What the calling process does after the fork, until it exits like its child (never returns)."""
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # SIG_IGN would reap the child behind our back
         signal.set_wakeup_fd(-1)
         gc.disable()  # no finalizer of the worker's objects may run here (they could close reused fds)
         _keep_only(alive)
-        status, received = _wait_for_child(child)
+        status, received = _wait_for_child(child, cpu_seconds)
     except BaseException:  # nothing may propagate: the caller would go on as a second worker
         try:
             os.kill(child, signal.SIGKILL)  # not reaped, so the pid is still the child's
