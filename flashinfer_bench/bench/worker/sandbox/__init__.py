@@ -66,8 +66,10 @@ capabilities) and says in ``Isolation.missing`` what is not in force and why.
 """
 
 from flashinfer_bench.bench.worker.sandbox.enter import enter_sandbox
+from flashinfer_bench.bench.worker.sandbox.limits import ResourceLimits
 from flashinfer_bench.bench.worker.sandbox.policy import Isolation, SandboxError, SandboxPolicy
 from flashinfer_bench.bench.worker.sandbox.probe import probe_isolation
 from flashinfer_bench.bench.worker.sandbox.terminate import terminate_sandboxed
 
-__all__ = ["Isolation", "SandboxError", "SandboxPolicy", "enter_sandbox", "probe_isolation", "terminate_sandboxed"]
+__all__ = ["Isolation", "ResourceLimits", "SandboxError", "SandboxPolicy", "enter_sandbox", "probe_isolation",
+           "terminate_sandboxed"]
