@@ -28,8 +28,6 @@ from flashinfer_bench.bench.worker.sandbox import (
     SandboxPolicy,
     enter,
     enter_sandbox,
-    mounts,
-    policy,
     privileges,
     probe_isolation,
     syscalls,
@@ -49,7 +47,11 @@ GONE_TIMEOUT_S = 5.0
 #: Exit status of a forked child whose attack raised (the traceback is reported).
 ATTACK_FAILED = 99
 FULL_ISOLATION = ("user namespace", "pid namespace", "mount namespace", "ipc namespace", "private /proc",
-                  "own session", "no capabilities", "no new privileges", "dies with its parent")
+                  "network namespace (loopback only)", "own session", "no capabilities", "no new privileges",
+                  "dies with its parent")
+#: What ``confine_writes`` adds: the view and its parts.
+VIEW = ("file system view", "writable: scratch only", "minimal /dev", "private /dev/shm", "read-only /proc/sys",
+        "read-only /sys")
 
 
 class Reporter:
@@ -366,9 +368,9 @@ def remount_read_write(path: Path | str) -> None:
 
 def test_confined_writes_reach_only_the_writable_directory(tmp_path):
     scratch, other, code = tmp_path / "scratch", tmp_path / "other", tmp_path / "code"
-    for directory in (scratch, other, code / "sub", tmp_path / "hidden"):
+    for directory in (scratch, other, code / "sub", code / "hidden"):
         directory.mkdir(parents=True)
-    (tmp_path / "hidden" / "secret").write_text("forkserver")
+    (code / "hidden" / "secret").write_text("forkserver")
     existing = other / "existing"
     existing.write_text("original")
     outside_shm = Path("/dev/shm") / f"fbx-outside-{uuid.uuid4().hex}"
@@ -399,20 +401,21 @@ def test_confined_writes_reach_only_the_writable_directory(tmp_path):
             "remount / read-write": lambda: remount_read_write("/"),
             "remount scratch": lambda: remount_read_write(scratch),
             "/dev/null": lambda: open(os.devnull, "w").write("discarded"),
+            "create in /dev": lambda: open("/dev/fbx", "x"),
             "shm": lambda: (Path("/dev/shm") / inside_shm).write_text("inside"),
             "new user namespace": lambda: libc_call(LIBC.unshare(NEW_USER_AND_MOUNT_NAMESPACES)),
             "remount / there": lambda: remount_read_write("/"),
-            "write there": lambda: open(other / "new", "x"),
+            "write there": lambda: open(code / "new", "x"),
         }
         shm_before = shm_listing()
         results = {**writable_steps(), **{name: outcome(action) for name, action in elsewhere.items()}}
         report({"applied": isolation.applied, "missing": isolation.missing, "results": results,
                 "shm before": shm_before, "shm after": shm_listing(),
-                "hidden": os.listdir(tmp_path / "hidden")})
+                "hidden": os.listdir(code / "hidden")})
         time.sleep(60)  # the test looks at /dev/shm while the namespace lives, then ends it
 
-    policy = SandboxPolicy(read_only=(str(code),), hidden=(str(tmp_path / "hidden"),),
-                           writable=(str(scratch),), confine_writes=True)
+    policy = SandboxPolicy(read_only=(str(code),), hidden=(str(code / "hidden"),), writable=(str(scratch),),
+                           confine_writes=True)
     try:
         waiter, fd = start(policy, attack, before=lambda: os.chdir(code / "sub"))
         try:
@@ -425,16 +428,17 @@ def test_confined_writes_reach_only_the_writable_directory(tmp_path):
     finally:
         outside_shm.unlink()
     assert report["missing"] == []
-    assert {"read-only filesystem", "writable: scratch only", "private /dev/shm", "read-only paths",
+    assert {"file system view", "writable: scratch only", "private /dev/shm", "minimal /dev",
             "hidden paths"} <= set(report["applied"])
     results = report["results"]
     succeeded = {name for name, result in results.items() if result == "ok"}
     assert succeeded == {"create", "append", "mkdir", "create below", "rename", "unlink", "keep", "/dev/null",
                          "shm", "new user namespace"}
     refused = {name for name, result in results.items() if result == "EROFS"}
-    assert refused == {"another tmp dir", "an existing file", "home", "/tmp", "cwd (read-only path)",
-                       "mkdir in /", "write there"}
-    assert results["rename out of scratch"] in ("EXDEV", "EROFS")
+    assert refused == {"/tmp", "cwd (read-only path)", "mkdir in /", "create in /dev", "write there"}
+    # Not in the view at all: the other directory, its file, the home directory.
+    assert {name for name, result in results.items() if result == "ENOENT"} == {
+        "another tmp dir", "an existing file", "rename out of scratch", "home"}
     remounts = ("remount / read-write", "remount scratch", "remount / there")
     assert {results[name] for name in remounts} == {"EPERM"}
     assert report["shm before"] == [] and report["shm after"] == [inside_shm]
@@ -472,26 +476,13 @@ def test_a_policy_whose_writable_directory_would_not_stay_writable_is_rejected(t
     assert below.read_only == (str(scratch),)  # a read-only path inside a writable one is fine
 
 
-def test_a_mount_that_cannot_be_made_read_only_is_reported(monkeypatch):
-    table = {"/": 0, "/proc": syscalls.MS_NOSUID, "/sys/kernel/debug/tracing": 0, "/locked": syscalls.MS_NODEV}
-    calls = []
+def test_a_path_the_view_cannot_show_is_reported(tmp_path):
+    def attack(isolation: Isolation, report: Reporter) -> None:
+        report(list(isolation.missing))
 
-    def fake_mount(source, target, fstype, flags, data=None):
-        calls.append((target, flags))
-        failure = {"/locked": errno.EPERM, "/sys/kernel/debug/tracing": errno.EACCES}.get(target)
-        if failure:
-            raise syscalls._error(f"mount({target})", failure)
-
-    monkeypatch.setattr(mounts, "_mounts_at_or_below", lambda path: dict(table))
-    monkeypatch.setattr(mounts, "_mount", fake_mount)
-    report = policy._Report()
-    mounts._make_everything_read_only(report)
-    read_only = syscalls.MS_BIND | syscalls.MS_REMOUNT | syscalls.MS_RDONLY
-    assert calls == [(point, read_only | kept) for point, kept in table.items()]
-    assert report.applied == []
-    # The tracefs the process cannot even look up is no way out; the locked one is.
-    assert report.missing == [
-        "read-only filesystem: /locked: mount(/locked) failed: EPERM (Operation not permitted)"]
+    (missing,), exitcode = run(SandboxPolicy(read_only=(str(tmp_path / "absent"),), confine_writes=True), attack)
+    assert exitcode == 0
+    assert missing == [f"file system view: {tmp_path / 'absent'}: does not exist"]
 
 
 # --- processes -------------------------------------------------------------------------------------------
@@ -675,8 +666,7 @@ def test_probe_reports_complete_isolation_on_this_machine(tmp_path):
     assert with_paths.complete and {"read-only paths", "hidden paths"} <= set(with_paths.applied)
     confined = probe_isolation(SandboxPolicy(writable=(str(tmp_path / "ro"),), confine_writes=True))
     assert confined.complete, confined.describe()
-    assert set(confined.applied) == {*FULL_ISOLATION, "read-only filesystem", "writable: scratch only",
-                                     "private /dev/shm"}
+    assert set(confined.applied) == {*FULL_ISOLATION, *VIEW}
     broken = probe_isolation(SandboxPolicy(read_only=(str(tmp_path / "absent"),)))
     assert not broken.complete
     assert broken.missing == (f"read-only paths: {tmp_path / 'absent'}: mount({tmp_path / 'absent'}) failed: "
@@ -716,8 +706,7 @@ def test_fallback_says_what_is_missing_and_still_kills_detached_descendants(mark
         reason = "unshare failed: EPERM (unprivileged user namespaces disabled?)"
         assert set(isolation.missing) == {f"{name}: {reason}" for name in (
             "user namespace", "pid namespace", "mount namespace", "ipc namespace", "private /proc",
-            "read-only filesystem", "writable: scratch only", "private /dev/shm", "read-only paths",
-            "hidden paths")}
+            "network namespace", *VIEW, "hidden paths")}
         assert reports[0]["pid"] == worker  # no new pid namespace
         tree = processes_named(marker)
         assert set(tree.values()) == {"w", "g", "d"}
