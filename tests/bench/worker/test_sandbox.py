@@ -5,29 +5,36 @@ happened as JSON lines over a pipe; the test checks the reports and what it sees
 
 import ctypes
 import errno
-import faulthandler
-import json
 import os
 import resource
-import select
 import signal
 import socket
 import threading
 import time
-import traceback
 import uuid
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from helpers import gone, processes_named
+from sandboxed import (
+    GONE_TIMEOUT_S,
+    LIBC,
+    Reporter,
+    enter_and_attack,
+    fork,
+    libc_call,
+    outcome,
+    read_reports,
+    reap,
+    run,
+    start,
+)
 
 from flashinfer_bench.bench.worker.sandbox import (
     Isolation,
     SandboxPolicy,
     enter,
-    enter_sandbox,
     privileges,
     probe_isolation,
     syscalls,
@@ -35,17 +42,12 @@ from flashinfer_bench.bench.worker.sandbox import (
 )
 from flashinfer_bench.bench.worker.sandbox.waiter import WAITER_KEPT_FD
 
-LIBC = ctypes.CDLL(None, use_errno=True)
 PR_SET_PDEATHSIG = 1
 PR_SET_NAME = 15
 MS_REMOUNT = 0x20
 MS_BIND = 0x1000
 MNT_DETACH = 2
 NEW_USER_AND_MOUNT_NAMESPACES = syscalls.CLONE_NEWUSER | syscalls.CLONE_NEWNS
-REPORT_TIMEOUT_S = 10.0
-GONE_TIMEOUT_S = 5.0
-#: Exit status of a forked child whose attack raised (the traceback is reported).
-ATTACK_FAILED = 99
 FULL_ISOLATION = ("user namespace", "pid namespace", "mount namespace", "ipc namespace", "private /proc",
                   "network namespace (loopback only)", "own session", "no capabilities", "no new privileges",
                   "dies with its parent")
@@ -53,116 +55,6 @@ FULL_ISOLATION = ("user namespace", "pid namespace", "mount namespace", "ipc nam
 VIEW = ("file system view", "writable: scratch only", "minimal /dev", "private /dev/shm", "read-only /proc/sys",
         "read-only /sys")
 
-
-class Reporter:
-    """The sandboxed side of the pipe: ``report(value)`` sends one JSON line to the test."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-
-    def __call__(self, value: object) -> None:
-        os.write(self.fd, (json.dumps(value) + "\n").encode())
-
-
-Attack = Callable[[Isolation, Reporter], None]
-
-
-def fork() -> int:
-    """fork(), without Python 3.12's warning about the threads of pytest's process (torch starts some):
-    the children only make system calls, sleep and write to pipes."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return os.fork()
-
-
-def reap(pid: int, timeout: float = GONE_TIMEOUT_S) -> int:
-    """Wait for our child ``pid`` and return its exit code as multiprocessing gives it; SIGKILL it and fail the
-    test if it does not end in time."""
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            pytest.fail(f"process {pid} still ran after {timeout} s")
-        time.sleep(0.01)
-
-
-def enter_and_attack(policy: SandboxPolicy, attack: Attack, report: Reporter,
-                     before: Callable[[], None] | None = None) -> None:
-    """Body of a forked child: never returns into pytest."""
-    status = 0
-    try:
-        faulthandler.disable()  # a deliberate crash should not print pytest's fault traceback
-        if before is not None:
-            before()
-        attack(enter_sandbox(policy), report)
-    except BaseException:
-        report({"error": traceback.format_exc()})
-        status = ATTACK_FAILED
-    finally:
-        os._exit(status)
-
-
-def start(policy: SandboxPolicy, attack: Attack, before: Callable[[], None] | None = None) -> tuple[int, int]:
-    """Fork a child that runs ``attack`` in the sandbox; returns its pid (the waiter) and the reports' read end."""
-    read_fd, write_fd = os.pipe()
-    pid = fork()
-    if pid == 0:
-        os.close(read_fd)
-        enter_and_attack(policy, attack, Reporter(write_fd), before)
-    os.close(write_fd)
-    return pid, read_fd
-
-
-def read_reports(fd: int, count: int | None = None, timeout: float = REPORT_TIMEOUT_S) -> list:
-    """Reports until ``count`` of them (or EOF when None) have arrived; fails on a timeout or a reported error."""
-    reports: list = []
-    buffer = b""
-    deadline = time.monotonic() + timeout
-    while count is None or len(reports) < count:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-            pytest.fail(f"no report within {timeout} s; got {reports}")
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            break
-        *lines, buffer = (buffer + chunk).split(b"\n")
-        reports.extend(json.loads(line) for line in lines)
-    for report in reports:
-        if isinstance(report, dict) and "error" in report:
-            pytest.fail(f"the sandboxed child failed:\n{report['error']}")
-    if count is not None and len(reports) < count:
-        pytest.fail(f"EOF after {len(reports)} of {count} reports: {reports}")
-    return reports
-
-
-def run(policy: SandboxPolicy, attack: Attack, before: Callable[[], None] | None = None) -> tuple[list, int]:
-    """Run ``attack`` to its end; returns the reports and the waiter's exit code as multiprocessing gives it."""
-    pid, fd = start(policy, attack, before)
-    try:
-        reports = read_reports(fd)
-    finally:
-        os.close(fd)
-    return reports, reap(pid)
-
-
-def outcome(action: Callable[[], object]) -> str:
-    """"ok", or the errno name of the OSError ``action`` raised."""
-    try:
-        action()
-    except OSError as error:
-        return errno.errorcode[error.errno]
-    return "ok"
-
-
-def libc_call(result: int) -> None:
-    """Raise the OSError a failed libc call (made with LIBC) left in errno."""
-    if result != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, os.strerror(code))
 
 
 def set_name(name: str) -> None:
