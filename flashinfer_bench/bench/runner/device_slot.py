@@ -15,12 +15,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from flashinfer_bench.bench.runner.process import JudgeProcess, WorkerProcess, WorkerStartError
-from flashinfer_bench.bench.runner.worker_view import blob_paths
+from flashinfer_bench.bench.runner.worker_view import policy_for
 from flashinfer_bench.bench.wire.parent_judge import ReferenceTiming, WorkItem, WorkOutcome
 from flashinfer_bench.bench.worker.sandbox import SandboxPolicy
 from flashinfer_bench.data import Solution
@@ -109,7 +108,7 @@ class DeviceSlot:
             on_baseline: Callable[[ReferenceTiming | None], None]) -> tuple[WorkOutcome, dict[str, Any]]:
         """Evaluate one item on this device; returns the outcome and the environment it ran in."""
         judge, environment = self._ready_judge()
-        self._show(blob_paths(item))
+        self._show(policy_for(self.policy, item))
         if self.active is not None and self.active_key != item.solution_key:
             self._retire_active()
         self._wait_retired(item.solution_key)
@@ -125,12 +124,12 @@ class DeviceSlot:
             self._retire_active()
         return outcome, environment
 
-    def _show(self, paths: tuple[str, ...]) -> None:
-        """Workers see ``paths`` (an item's blobs) from now on; those started without them are replaced."""
-        new = tuple(path for path in paths if path not in self.policy.read_only)
-        if not new:
+    def _show(self, policy: SandboxPolicy) -> None:
+        """Workers get ``policy`` (what an item needs to see: worker_view.policy_for) from now on; those started
+        with another are replaced."""
+        if policy is self.policy:
             return
-        self.policy = replace(self.policy, read_only=(*self.policy.read_only, *new))
+        self.policy = policy
         self._retire_active()
         if self.spare is not None:
             self.spare.kill()

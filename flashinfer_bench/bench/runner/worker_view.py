@@ -14,10 +14,13 @@ from __future__ import annotations
 import glob
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from flashinfer_bench.bench.wire.parent_judge import WorkItem
+from flashinfer_bench.bench.worker.sandbox import SandboxPolicy
 from flashinfer_bench.bench.worker.sandbox.limits import GIB, ResourceLimits
+from flashinfer_bench.bench.worker.sandbox.policy import _at_or_below
 
 #: CUDA's usual installs, shown where they exist outside the system's directories; $CUDA_HOME and
 #: $CUDA_PATH too.
@@ -68,6 +71,16 @@ def blob_paths(item: WorkItem) -> tuple[str, ...]:
         if path.exists():
             shown.add(str(path))
     return tuple(sorted(shown))
+
+
+def policy_for(policy: SandboxPolicy, item: WorkItem) -> SandboxPolicy:
+    """``policy`` for a worker that runs ``item``: the item's blobs shown, and any shown directory that holds
+    the item's trace set dropped (a checkout on ``sys.path``, the directory the CLI was started in), so that
+    none of its definitions, solutions, workloads or traces is in view. The same object when nothing changes."""
+    root = str(Path(item.trace_set_root or ".").resolve())
+    kept = tuple(path for path in policy.read_only if not _at_or_below(root, path))
+    shown = (*kept, *(path for path in blob_paths(item) if path not in kept))
+    return policy if shown == policy.read_only else replace(policy, read_only=shown)
 
 
 def default_limits() -> ResourceLimits:
