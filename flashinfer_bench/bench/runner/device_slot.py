@@ -63,6 +63,7 @@ class DeviceSlot:
         self.active_key: tuple[str, str] | None = None
         self.spare: WorkerProcess | None = self._new_worker()
         self.retiring: list[Retirement] = []
+        self.last_isolation: str | None = None
 
     def _new_worker(self) -> WorkerProcess:
         return WorkerProcess(self.device, self.cache_root, self.policy)
@@ -86,7 +87,7 @@ class DeviceSlot:
             worker = self.spare or self._new_worker()
             self.spare = self._new_worker()
             try:
-                judge.attach(worker, READY_TIMEOUT_S)
+                self.last_isolation = judge.attach(worker, READY_TIMEOUT_S)
             except WorkerStartError:
                 worker.kill()
                 if attempt + 1 == START_ATTEMPTS:
@@ -101,8 +102,8 @@ class DeviceSlot:
         return self._ready_judge()[1]
 
     def isolation(self) -> str | None:
-        """How the active worker is isolated (one line), once one is attached."""
-        return self.active.isolation if self.active is not None else None
+        """How the last worker attached was isolated (one line; an isolated run's is retired by now)."""
+        return self.last_isolation
 
     def run(self, item: WorkItem, log_path: str, timeout: float,
             on_baseline: Callable[[ReferenceTiming | None], None]) -> tuple[WorkOutcome, dict[str, Any]]:
