@@ -64,14 +64,17 @@ def _split(policy: SandboxPolicy, parent: int, report: _Report) -> Isolation:
         if os.getppid() != parent:  # the parent died before the signal was armed: act as if it had come
             os.kill(os.getpid(), signal.SIGTERM)
         alive_read, alive_write = os.pipe()
+        # Opened now: the child's pivot_root moves the waiter's root too, for a while to one without /dev/null.
+        null = os.open(os.devnull, os.O_RDWR)
         child = os.fork()
     except OSError as error:
         signal.pthread_sigmask(signal.SIG_SETMASK, original_mask)
         raise _error("fork into the new pid namespace", error.errno or errno.EAGAIN) from None
     if child:
         os.close(alive_read)
-        _serve_as_waiter(child, alive_write, policy.limits.cpu_seconds)
+        _serve_as_waiter(child, alive_write, null, policy.limits.cpu_seconds)
     os.close(alive_write)
+    os.close(null)
     signal.pthread_sigmask(signal.SIG_SETMASK, original_mask)
     return _confine(policy, alive_read, report)
 

@@ -59,10 +59,10 @@ def _own_session() -> None:
         raise _error("setsid", error.errno or errno.EPERM) from None
 
 
-def _keep_only(fd: int) -> None:
-    """Close every descriptor but ``fd``, which becomes WAITER_KEPT_FD; 0, 1 and 2 point at /dev/null."""
+def _keep_only(fd: int, null: int) -> None:
+    """Close every descriptor but ``fd``, which becomes WAITER_KEPT_FD; 0, 1 and 2 point at ``null`` (an open
+    /dev/null: the waiter opens no path, its root may be anywhere while the child builds its view)."""
     high = fcntl.fcntl(fd, fcntl.F_DUPFD, WAITER_KEPT_FD)  # out of the way of the dup2s onto 0-2
-    null = os.open(os.devnull, os.O_RDWR)
     for std in (0, 1, 2):
         os.dup2(null, std)
     os.dup2(high, WAITER_KEPT_FD)
@@ -111,13 +111,13 @@ def _end_like(status: int, received: int | None) -> NoReturn:
         os._exit(WAITER_FAILED_STATUS)
 
 
-def _serve_as_waiter(child: int, alive: int, cpu_seconds: int | None = None) -> NoReturn:
+def _serve_as_waiter(child: int, alive: int, null: int, cpu_seconds: int | None = None) -> NoReturn:
     """What the calling process does after the fork, until it exits like its child (never returns)."""
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # SIG_IGN would reap the child behind our back
         signal.set_wakeup_fd(-1)
         gc.disable()  # no finalizer of the worker's objects may run here (they could close reused fds)
-        _keep_only(alive)
+        _keep_only(alive, null)
         status, received = _wait_for_child(child, cpu_seconds)
     except BaseException:  # nothing may propagate: the caller would go on as a second worker
         try:
