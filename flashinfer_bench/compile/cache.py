@@ -7,8 +7,10 @@ under a temporary name, then renamed), so a process that sees it sees every sour
 Nothing in it is trusted on reuse: sources are compared with the solution's before use, and a built
 library with the SHA-256 recorded when it was built. An entry that changed is set aside and rebuilt.
 
-A sandboxed worker may only read the cache root: it builds under a scratch root of its own, in the same
-layout, and a trusted process moves what it wrote into the cache afterwards (:func:`promote_entry`).
+A sandboxed worker does not see the cache root: a trusted process copies the entry of the worker's one solution
+into the worker's scratch root first (:func:`stage_entry`), the worker reads and builds there, in the same
+layout, and the trusted process moves what it added into the cache once the worker has exited
+(:func:`promote_entry`).
 """
 
 from __future__ import annotations
@@ -130,7 +132,25 @@ def record_artifact(build_dir: Path, name: str, artifact: Path) -> None:
     os.replace(staging, build_dir / f"{name}.artifact")
 
 
-# --- promotion: run by a trusted process, never by solution code -------------------------------------------
+# --- staging and promotion: run by a trusted process, never by solution code ---------------------------------
+
+
+def stage_entry(solution: Solution, cache_root: Path, scratch_root: Path) -> bool:
+    """Copy ``solution``'s cache entry into ``scratch_root`` (the same layout) for a worker that has not run
+    any solution code yet; returns whether anything was copied.
+
+    A copy, never hard links: the worker may write its scratch root, and through a link it would write the
+    cache. Symlinks are copied as symlinks. Nothing is copied where the scratch entry exists, where the cache
+    entry is missing, or where a folder on either side is a symlink."""
+    source = solution_dir(solution, cache_root)
+    target = solution_dir(solution, scratch_root)
+    if not _real_folders(source.parent, source) or os.path.lexists(target):
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not _real_folders(scratch_root, target.parent):
+        return False
+    return _copy_into_place(source, target)
+
 
 #: Mode bits a promoted file or folder loses: set-id bits (a file a worker running as root wrote would be a
 #: setuid-root program in the cache) and write access for anyone but the owner.

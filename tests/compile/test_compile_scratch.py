@@ -141,13 +141,17 @@ def test_a_promoted_entry_is_reused_and_a_poisoned_one_is_not(tmp_path: Path) ->
 
 
 def test_a_sandboxed_build_writes_only_its_scratch(tmp_path: Path) -> None:
-    """The real thing: in a sandbox where only the scratch root is writable, one solution is read from the
-    cache root and another is built into scratch."""
+    """The real thing: in a sandbox where only the scratch root is writable (and the cache root, Python and
+    this package are shown read-only), one solution is read from the cache root and another is built into
+    scratch."""
+    from flashinfer_bench.bench.runner.worker_view import python_paths
+
     cache_root, scratch = tmp_path / "cache", tmp_path / "scratch"
     scratch.mkdir()
     cached, fresh = make_solution("return 'cached'"), make_solution("return 'fresh'")
     cache.materialize_sources(cached, cache_root)
-    policy = SandboxPolicy(writable=(str(scratch),), confine_writes=True)
+    policy = SandboxPolicy(read_only=(str(cache_root), *python_paths()), writable=(str(scratch),),
+                           confine_writes=True)
     if not probe_isolation(policy).complete:
         pytest.skip(probe_isolation(policy).describe())
     before = snapshot(cache_root)

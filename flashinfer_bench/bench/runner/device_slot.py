@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from flashinfer_bench.bench.runner.process import JudgeProcess, WorkerProcess, WorkerStartError
+from flashinfer_bench.bench.runner.worker_view import policy_for
 from flashinfer_bench.bench.wire.parent_judge import ReferenceTiming, WorkItem, WorkOutcome
 from flashinfer_bench.bench.worker.sandbox import SandboxPolicy
 from flashinfer_bench.data import Solution
@@ -65,6 +66,7 @@ class DeviceSlot:
         #: ``close`` may come from another thread while an item runs (an interrupted run): the retirements
         #: are the state both touch.
         self._retiring_lock = threading.Lock()
+        self.last_isolation: str | None = None
 
     def _new_worker(self) -> WorkerProcess:
         return WorkerProcess(self.device, self.cache_root, self.policy)
@@ -88,7 +90,7 @@ class DeviceSlot:
             worker = self.spare or self._new_worker()
             self.spare = self._new_worker()
             try:
-                judge.attach(worker, READY_TIMEOUT_S)
+                self.last_isolation = judge.attach(worker, READY_TIMEOUT_S)
             except WorkerStartError:
                 worker.kill()
                 if attempt + 1 == START_ATTEMPTS:
@@ -103,13 +105,14 @@ class DeviceSlot:
         return self._ready_judge()[1]
 
     def isolation(self) -> str | None:
-        """How the active worker is isolated (one line), once one is attached."""
-        return self.active.isolation if self.active is not None else None
+        """How the last worker attached was isolated (one line; an isolated run's is retired by now)."""
+        return self.last_isolation
 
     def run(self, item: WorkItem, log_path: str, timeout: float,
             on_baseline: Callable[[ReferenceTiming | None], None]) -> tuple[WorkOutcome, dict[str, Any]]:
         """Evaluate one item on this device; returns the outcome and the environment it ran in."""
         judge, environment = self._ready_judge()
+        self._show(policy_for(self.policy, item))
         if self.active is not None and self.active_key != item.solution_key:
             self._retire_active()
         self._wait_retired(item.solution_key)
@@ -124,6 +127,17 @@ class DeviceSlot:
         ):
             self._retire_active()
         return outcome, environment
+
+    def _show(self, policy: SandboxPolicy) -> None:
+        """Workers get ``policy`` (what an item needs to see: worker_view.policy_for) from now on; those started
+        with another are replaced."""
+        if policy is self.policy:
+            return
+        self.policy = policy
+        self._retire_active()
+        if self.spare is not None:
+            self.spare.kill()
+            self.spare = self._new_worker()
 
     def _retire_active(self) -> None:
         if self.judge is not None:

@@ -8,6 +8,7 @@ that a death is seen at once, and kills it at the deadline.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 import tempfile
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from flashinfer_bench.bench.judge.main import judge_main
+from flashinfer_bench.bench.runner.cgroups import WorkerCgroup
 from flashinfer_bench.bench.runner.server import process_context
 from flashinfer_bench.bench.wire import parent_judge as protocol
 from flashinfer_bench.bench.wire.judge_worker import CHANNEL_CLOSED
@@ -27,6 +29,7 @@ from flashinfer_bench.bench.wire.parent_judge import ReferenceTiming, WorkItem, 
 from flashinfer_bench.bench.worker.main import worker_build_root, worker_main
 from flashinfer_bench.bench.worker.sandbox import SandboxPolicy, terminate_sandboxed
 from flashinfer_bench.compile import promote_entry
+from flashinfer_bench.compile.cache import stage_entry
 from flashinfer_bench.data import EvaluationStatus, Language, Solution
 
 #: Under the build cache's root: the workers' scratch directories.
@@ -37,6 +40,8 @@ COMPILED_LANGUAGES = {Language.CPP, Language.CUDA, Language.TILELANG}
 COMPILED_BUILD_TIMEOUT_S = 900.0
 #: After its worker died or was killed, a judge has this long to give up on the item before it is replaced.
 JUDGE_DRAIN_S = 60.0
+#: What a death by these signals means (the kernel sends them at an rlimit; see worker/sandbox/waiter.py).
+LIMIT_SIGNALS = {signal.SIGXCPU: "it used up its CPU time limit", signal.SIGXFSZ: "it exceeded its file size limit"}
 
 
 def build_timeout(item: WorkItem, timeout: float) -> float:
@@ -56,13 +61,14 @@ def describe_exit(exitcode: int | None, process: str = "worker process") -> str:
             name = signal.Signals(-exitcode).name
         except ValueError:
             name = f"signal {-exitcode}"
-        return f"{process} was killed by {name} (signal {-exitcode})"
+        meaning = LIMIT_SIGNALS.get(-exitcode)
+        return f"{process} was killed by {name} (signal {-exitcode})" + (f": {meaning}" if meaning else "")
     return f"{process} exited with status {exitcode}"
 
 
 class WorkerProcess:
-    """A worker and its scratch directory, the one place it may write (``<cache root>/.scratch/...``, on the
-    build cache's file system so that what it builds can be moved into the cache by renaming)."""
+    """A worker, its scratch directory, the one place it may write (``<cache root>/.scratch/...``, on the
+    build cache's file system so that what it builds can be moved into the cache by renaming), and its cgroup."""
 
     def __init__(self, device: str, cache_root: Path, policy: SandboxPolicy):
         context = process_context()
@@ -72,13 +78,28 @@ class WorkerProcess:
         scratch_parent.mkdir(parents=True, exist_ok=True)
         self.scratch = Path(tempfile.mkdtemp(prefix="worker-", dir=scratch_parent))
         self.judge_end, worker_end = context.Pipe()
-        policy = replace(policy, writable=(str(self.scratch), *policy.writable))
-        self.process = context.Process(target=worker_main, args=(worker_end, device, cache_root, self.scratch, policy),
+        limits = policy.limits if device == "cpu" else replace(policy.limits, address_space_bytes=None)
+        self.cgroup = WorkerCgroup.create(limits)
+        policy = replace(policy, writable=(str(self.scratch), *policy.writable), limits=limits,
+                         cgroups=tuple(map(str, self.cgroup.directories)) if self.cgroup else ())
+        self.process = context.Process(target=worker_main, args=(worker_end, device, self.scratch, policy),
                                        daemon=True, name=f"fib-worker-{device}")
         self.process.start()
         worker_end.close()
         self.items_done = 0
         self.isolation: str | None = None
+
+    def stage(self, item: WorkItem) -> None:
+        """Before its first item, copy the item's build cache entry into the worker's scratch directory (the
+        cache itself is not in its view); never once it has run solution code, which could have planted links
+        where the copy goes."""
+        if self.items_done == 0:
+            with contextlib.suppress(OSError):
+                stage_entry(item.solution, self.cache_root, worker_build_root(self.scratch))
+
+    def limits_reached(self) -> str:
+        """The cgroup limits the worker ran into since the last call, as lines for its log."""
+        return "".join(f"\n[{note}]" for note in (self.cgroup.reached() if self.cgroup else []))
 
     def handover(self) -> Connection:
         """The judge's end of this worker's channel, once (the parent keeps no copy)."""
@@ -102,6 +123,8 @@ class WorkerProcess:
                 with contextlib.suppress(OSError):
                     promote_entry(built, worker_build_root(self.scratch), self.cache_root)
             shutil.rmtree(self.scratch, ignore_errors=True)
+            if self.cgroup is not None:
+                self.cgroup.remove()
 
 
 class JudgeProcess:
@@ -142,6 +165,9 @@ class JudgeProcess:
         reason = payload if tag == protocol.WORKER_FAILED else describe_exit(worker.process.exitcode)
         if tag not in (protocol.WORKER_FAILED, protocol.WORKER_READY):
             self.kill()
+        if payload == CHANNEL_CLOSED:  # the exit status says more, once the worker is gone
+            worker.process.join(timeout=5.0)
+            reason = f"{reason} ({describe_exit(worker.process.exitcode)})"
         raise WorkerStartError(f"worker for {self.device} did not start: {reason}")
 
     def detach(self) -> None:
@@ -151,6 +177,9 @@ class JudgeProcess:
     def evaluate(self, item: WorkItem, worker: WorkerProcess, log_path: str, timeout: float,
                  on_baseline: Callable[[ReferenceTiming | None], None]) -> WorkOutcome:
         """Run one item. A death or a hang of the worker is a verdict (RUNTIME_ERROR / TIMEOUT), never an exception."""
+        worker.stage(item)
+        # The worker's current directory is not the parent's: it reads blobs below an absolute root.
+        item = replace(item, trace_set_root=os.path.abspath(item.trace_set_root or "."))
         self.conn.send((protocol.EVALUATE, (item, log_path)))
         building = build_timeout(item, timeout)
         deadline = time.monotonic() + building
@@ -171,7 +200,8 @@ class JudgeProcess:
                     on_baseline(payload)
                 elif tag == protocol.RESULT:
                     worker.items_done += 1
-                    return self._with_exit(payload, worker)
+                    outcome = self._with_exit(payload, worker)
+                    return replace(outcome, log=outcome.log + worker.limits_reached())
             elif not ready:
                 worker.kill()
                 self._drain()
@@ -181,8 +211,8 @@ class JudgeProcess:
                                    retire=True)
             elif worker.process.sentinel in ready:
                 worker.process.join(timeout=5)
-                outcome = WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log=describe_exit(worker.process.exitcode),
-                                      retire=True)
+                outcome = WorkOutcome(EvaluationStatus.RUNTIME_ERROR, retire=True,
+                                      log=describe_exit(worker.process.exitcode) + worker.limits_reached())
                 self._drain()
                 return outcome
             else:

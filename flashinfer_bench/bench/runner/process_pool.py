@@ -19,8 +19,9 @@ from flashinfer_bench.bench.process_setup import PROFILE_DIR_ENV
 from flashinfer_bench.bench.runner.base import OnVerdict, Runner, Verdict
 from flashinfer_bench.bench.runner.device_slot import DeviceSlot
 from flashinfer_bench.bench.runner.run_state import RunState
+from flashinfer_bench.bench.runner.worker_view import cuda_paths, default_limits, python_paths
 from flashinfer_bench.bench.wire.parent_judge import WorkItem
-from flashinfer_bench.bench.worker.sandbox import SandboxPolicy
+from flashinfer_bench.bench.worker.sandbox import ResourceLimits, SandboxPolicy
 from flashinfer_bench.compile.cache import resolve_cache_root
 
 logger = logging.getLogger(__name__)
@@ -31,10 +32,10 @@ class ProcessRunner(Runner):
     ``1``: a fresh process per item."""
 
     def __init__(self, devices: Sequence[str], *, timeout_seconds: float, items_per_worker: int | None = None,
-                 cache_dir: str | None = None):
+                 cache_dir: str | None = None, limits: ResourceLimits | None = None):
         self.timeout_seconds = timeout_seconds
         self._log_dir = tempfile.mkdtemp(prefix="fib-logs-")
-        policy = worker_policy(hidden=[self._log_dir])
+        policy = worker_policy(hidden=[self._log_dir], limits=limits)
         cache_root = resolve_cache_root(cache_dir)
         self.slots = [DeviceSlot(d, cache_root, policy, items_per_worker=items_per_worker) for d in devices]
         self._announced: set[str] = set()
@@ -86,13 +87,13 @@ class ProcessRunner(Runner):
             on_verdict(verdict)
 
     def _announce(self, isolation: str | None) -> None:
-        """Say once, loudly, when workers run with weaker isolation than the sandbox is meant to give."""
+        """Say once which protections workers run with (each by name); loudly when one is missing."""
         with self._lock:
             if isolation is None or isolation in self._announced:
                 return
             self._announced.add(isolation)
-        if not isolation.startswith("full isolation"):
-            logger.warning("solution code runs with %s", isolation)
+        full = isolation.startswith("full isolation")
+        logger.log(logging.INFO if full else logging.WARNING, "solution code runs with %s", isolation)
 
     def renew_secret(self) -> None:
         self.state.renew_secret()
@@ -104,14 +105,17 @@ class ProcessRunner(Runner):
         shutil.rmtree(self._log_dir, ignore_errors=True)
 
 
-def worker_policy(hidden: Sequence[str]) -> SandboxPolicy:
-    """What workers may do to files: write nothing but their own scratch directory (given per worker: see
-    process.WorkerProcess), and not even see ``hidden`` or multiprocessing's directory, which holds the
-    forkserver's socket."""
+def worker_policy(hidden: Sequence[str], limits: ResourceLimits | None = None) -> SandboxPolicy:
+    """What workers see and may do: a view of the system's, Python's and CUDA's directories (worker_view.py),
+    writable only in their own scratch directory (given per worker: see process.WorkerProcess), where neither
+    ``hidden`` nor multiprocessing's directory (the forkserver's socket) can be seen even if a shown directory
+    holds them; within ``limits`` (default: worker_view.default_limits)."""
     import multiprocessing.util
 
     hidden_dirs = {str(Path(p).resolve()) for p in (*hidden, multiprocessing.util.get_temp_dir())}
-    return SandboxPolicy(confine_writes=True, hidden=tuple(sorted(hidden_dirs)), writable=profile_dirs())
+    return SandboxPolicy(confine_writes=True, read_only=(*python_paths(), *cuda_paths()),
+                         hidden=tuple(sorted(hidden_dirs)), writable=profile_dirs(),
+                         limits=limits if limits is not None else default_limits())
 
 
 def profile_dirs() -> tuple[str, ...]:
@@ -121,11 +125,15 @@ def profile_dirs() -> tuple[str, ...]:
     return (str(Path(directory).resolve()),) if directory and Path(directory).is_dir() else ()
 
 
-def persistent_runner(devices: Sequence[str], *, timeout_seconds: float, cache_dir: str | None = None) -> ProcessRunner:
+def persistent_runner(devices: Sequence[str], *, timeout_seconds: float, cache_dir: str | None = None,
+                      limits: ResourceLimits | None = None) -> ProcessRunner:
     """A worker per solution per group on each device, kept for all its items (plus a warm spare)."""
-    return ProcessRunner(devices, timeout_seconds=timeout_seconds, items_per_worker=None, cache_dir=cache_dir)
+    return ProcessRunner(devices, timeout_seconds=timeout_seconds, items_per_worker=None, cache_dir=cache_dir,
+                         limits=limits)
 
 
-def isolated_runner(devices: Sequence[str], *, timeout_seconds: float, cache_dir: str | None = None) -> ProcessRunner:
+def isolated_runner(devices: Sequence[str], *, timeout_seconds: float, cache_dir: str | None = None,
+                    limits: ResourceLimits | None = None) -> ProcessRunner:
     """A fresh worker process for every (solution, workload)."""
-    return ProcessRunner(devices, timeout_seconds=timeout_seconds, items_per_worker=1, cache_dir=cache_dir)
+    return ProcessRunner(devices, timeout_seconds=timeout_seconds, items_per_worker=1, cache_dir=cache_dir,
+                         limits=limits)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ from flashinfer_bench.bench.wire.judge_worker import (
     Timed,
     ToWorker,
 )
-from flashinfer_bench.bench.worker.sandbox import SandboxError, SandboxPolicy, enter_sandbox
+from flashinfer_bench.bench.worker.sandbox import ResourceLimits, SandboxError, SandboxPolicy, enter_sandbox
 from flashinfer_bench.bench.worker.torch_state import preserved_torch_state
 
 
@@ -90,6 +91,8 @@ class Worker:
         self.harness: Harness | None = None
         self.slot: Slot | None = None
         self.log_fd: int | None = None
+        #: The sandbox's limits, to name the one an error ran into.
+        self.limits = ResourceLimits()
 
     def serve(self, isolation: str) -> None:
         prepare_device(self.device)
@@ -114,7 +117,9 @@ class Worker:
                     if isinstance(exc, (KeyboardInterrupt, EOFError, ConnectionError)):
                         raise
                     failure = failure_of(exc)
-                    self.channel.send(Failed(status=failure.status.value, message=failure.message[-MAX_FAILURE_CHARS:],
+                    note = self.limits.note_for(exc)
+                    message = failure.message + (f"\n[{note}]" if note else "")
+                    self.channel.send(Failed(status=failure.status.value, message=message[-MAX_FAILURE_CHARS:],
                                              healthy=device_is_healthy(self.device)))
 
     def _set_log(self, fd: int) -> None:
@@ -190,19 +195,23 @@ def write_into(scratch: Path) -> None:
     tempfile.tempdir = os.environ["TMPDIR"]  # Python keeps the directory it found first
 
 
-def worker_main(conn: Connection, device: str, cache_root: Path, scratch: Path, policy: SandboxPolicy) -> None:
-    """Process entry point: into the sandbox first (this process becomes its waiter; a new one goes on)."""
+def worker_main(conn: Connection, device: str, scratch: Path, policy: SandboxPolicy) -> None:
+    """Process entry point: into the sandbox first (this process becomes its waiter; a new one goes on), keeping
+    no descriptor but the channel. The build cache is not in its view: it reads and builds entries in its scratch
+    directory, where the parent copied its solution's entry (``runner/process.py``)."""
     leave_interrupts_to_the_parent()
     release_forkserver()
     channel = JudgeChannel(conn)
     try:
-        isolation = enter_sandbox(policy)
+        isolation = enter_sandbox(replace(policy, keep_fds=(conn.fileno(),)))
     except SandboxError as exc:
         channel.send(Failed(status="RUNTIME_ERROR", message=f"the sandbox could not be set up: {exc}", healthy=False))
         return
     write_into(scratch)
     try:
         with profiled("worker"):
-            Worker(channel, device, cache_root, scratch).serve(isolation.describe())
+            worker = Worker(channel, device, worker_build_root(scratch), scratch)
+            worker.limits = policy.limits
+            worker.serve(isolation.describe())
     except (EOFError, KeyboardInterrupt, ConnectionError):  # the judge (or the parent) is gone
         pass

@@ -5,31 +5,36 @@ happened as JSON lines over a pipe; the test checks the reports and what it sees
 
 import ctypes
 import errno
-import faulthandler
-import json
 import os
 import resource
-import select
 import signal
 import socket
 import threading
 import time
-import traceback
 import uuid
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from helpers import gone, processes_named
+from sandboxed import (
+    GONE_TIMEOUT_S,
+    LIBC,
+    Reporter,
+    enter_and_attack,
+    fork,
+    libc_call,
+    outcome,
+    read_reports,
+    reap,
+    run,
+    start,
+)
 
 from flashinfer_bench.bench.worker.sandbox import (
     Isolation,
     SandboxPolicy,
     enter,
-    enter_sandbox,
-    mounts,
-    policy,
     privileges,
     probe_isolation,
     syscalls,
@@ -37,130 +42,19 @@ from flashinfer_bench.bench.worker.sandbox import (
 )
 from flashinfer_bench.bench.worker.sandbox.waiter import WAITER_KEPT_FD
 
-LIBC = ctypes.CDLL(None, use_errno=True)
 PR_SET_PDEATHSIG = 1
 PR_SET_NAME = 15
 MS_REMOUNT = 0x20
 MS_BIND = 0x1000
 MNT_DETACH = 2
 NEW_USER_AND_MOUNT_NAMESPACES = syscalls.CLONE_NEWUSER | syscalls.CLONE_NEWNS
-REPORT_TIMEOUT_S = 10.0
-GONE_TIMEOUT_S = 5.0
-#: Exit status of a forked child whose attack raised (the traceback is reported).
-ATTACK_FAILED = 99
 FULL_ISOLATION = ("user namespace", "pid namespace", "mount namespace", "ipc namespace", "private /proc",
-                  "own session", "no capabilities", "no new privileges", "dies with its parent")
+                  "network namespace (loopback only)", "own session", "no capabilities", "no new privileges",
+                  "dies with its parent")
+#: What ``confine_writes`` adds: the view and its parts.
+VIEW = ("file system view", "writable: scratch only", "minimal /dev", "private /dev/shm", "read-only /proc/sys",
+        "read-only /sys")
 
-
-class Reporter:
-    """The sandboxed side of the pipe: ``report(value)`` sends one JSON line to the test."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-
-    def __call__(self, value: object) -> None:
-        os.write(self.fd, (json.dumps(value) + "\n").encode())
-
-
-Attack = Callable[[Isolation, Reporter], None]
-
-
-def fork() -> int:
-    """fork(), without Python 3.12's warning about the threads of pytest's process (torch starts some):
-    the children only make system calls, sleep and write to pipes."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return os.fork()
-
-
-def reap(pid: int, timeout: float = GONE_TIMEOUT_S) -> int:
-    """Wait for our child ``pid`` and return its exit code as multiprocessing gives it; SIGKILL it and fail the
-    test if it does not end in time."""
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            pytest.fail(f"process {pid} still ran after {timeout} s")
-        time.sleep(0.01)
-
-
-def enter_and_attack(policy: SandboxPolicy, attack: Attack, report: Reporter,
-                     before: Callable[[], None] | None = None) -> None:
-    """Body of a forked child: never returns into pytest."""
-    status = 0
-    try:
-        faulthandler.disable()  # a deliberate crash should not print pytest's fault traceback
-        if before is not None:
-            before()
-        attack(enter_sandbox(policy), report)
-    except BaseException:
-        report({"error": traceback.format_exc()})
-        status = ATTACK_FAILED
-    finally:
-        os._exit(status)
-
-
-def start(policy: SandboxPolicy, attack: Attack, before: Callable[[], None] | None = None) -> tuple[int, int]:
-    """Fork a child that runs ``attack`` in the sandbox; returns its pid (the waiter) and the reports' read end."""
-    read_fd, write_fd = os.pipe()
-    pid = fork()
-    if pid == 0:
-        os.close(read_fd)
-        enter_and_attack(policy, attack, Reporter(write_fd), before)
-    os.close(write_fd)
-    return pid, read_fd
-
-
-def read_reports(fd: int, count: int | None = None, timeout: float = REPORT_TIMEOUT_S) -> list:
-    """Reports until ``count`` of them (or EOF when None) have arrived; fails on a timeout or a reported error."""
-    reports: list = []
-    buffer = b""
-    deadline = time.monotonic() + timeout
-    while count is None or len(reports) < count:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-            pytest.fail(f"no report within {timeout} s; got {reports}")
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            break
-        *lines, buffer = (buffer + chunk).split(b"\n")
-        reports.extend(json.loads(line) for line in lines)
-    for report in reports:
-        if isinstance(report, dict) and "error" in report:
-            pytest.fail(f"the sandboxed child failed:\n{report['error']}")
-    if count is not None and len(reports) < count:
-        pytest.fail(f"EOF after {len(reports)} of {count} reports: {reports}")
-    return reports
-
-
-def run(policy: SandboxPolicy, attack: Attack, before: Callable[[], None] | None = None) -> tuple[list, int]:
-    """Run ``attack`` to its end; returns the reports and the waiter's exit code as multiprocessing gives it."""
-    pid, fd = start(policy, attack, before)
-    try:
-        reports = read_reports(fd)
-    finally:
-        os.close(fd)
-    return reports, reap(pid)
-
-
-def outcome(action: Callable[[], object]) -> str:
-    """"ok", or the errno name of the OSError ``action`` raised."""
-    try:
-        action()
-    except OSError as error:
-        return errno.errorcode[error.errno]
-    return "ok"
-
-
-def libc_call(result: int) -> None:
-    """Raise the OSError a failed libc call (made with LIBC) left in errno."""
-    if result != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, os.strerror(code))
 
 
 def set_name(name: str) -> None:
@@ -366,9 +260,9 @@ def remount_read_write(path: Path | str) -> None:
 
 def test_confined_writes_reach_only_the_writable_directory(tmp_path):
     scratch, other, code = tmp_path / "scratch", tmp_path / "other", tmp_path / "code"
-    for directory in (scratch, other, code / "sub", tmp_path / "hidden"):
+    for directory in (scratch, other, code / "sub", code / "hidden"):
         directory.mkdir(parents=True)
-    (tmp_path / "hidden" / "secret").write_text("forkserver")
+    (code / "hidden" / "secret").write_text("forkserver")
     existing = other / "existing"
     existing.write_text("original")
     outside_shm = Path("/dev/shm") / f"fbx-outside-{uuid.uuid4().hex}"
@@ -399,20 +293,21 @@ def test_confined_writes_reach_only_the_writable_directory(tmp_path):
             "remount / read-write": lambda: remount_read_write("/"),
             "remount scratch": lambda: remount_read_write(scratch),
             "/dev/null": lambda: open(os.devnull, "w").write("discarded"),
+            "create in /dev": lambda: open("/dev/fbx", "x"),
             "shm": lambda: (Path("/dev/shm") / inside_shm).write_text("inside"),
             "new user namespace": lambda: libc_call(LIBC.unshare(NEW_USER_AND_MOUNT_NAMESPACES)),
             "remount / there": lambda: remount_read_write("/"),
-            "write there": lambda: open(other / "new", "x"),
+            "write there": lambda: open(code / "new", "x"),
         }
         shm_before = shm_listing()
         results = {**writable_steps(), **{name: outcome(action) for name, action in elsewhere.items()}}
         report({"applied": isolation.applied, "missing": isolation.missing, "results": results,
                 "shm before": shm_before, "shm after": shm_listing(),
-                "hidden": os.listdir(tmp_path / "hidden")})
+                "hidden": os.listdir(code / "hidden")})
         time.sleep(60)  # the test looks at /dev/shm while the namespace lives, then ends it
 
-    policy = SandboxPolicy(read_only=(str(code),), hidden=(str(tmp_path / "hidden"),),
-                           writable=(str(scratch),), confine_writes=True)
+    policy = SandboxPolicy(read_only=(str(code),), hidden=(str(code / "hidden"),), writable=(str(scratch),),
+                           confine_writes=True)
     try:
         waiter, fd = start(policy, attack, before=lambda: os.chdir(code / "sub"))
         try:
@@ -425,16 +320,17 @@ def test_confined_writes_reach_only_the_writable_directory(tmp_path):
     finally:
         outside_shm.unlink()
     assert report["missing"] == []
-    assert {"read-only filesystem", "writable: scratch only", "private /dev/shm", "read-only paths",
+    assert {"file system view", "writable: scratch only", "private /dev/shm", "minimal /dev",
             "hidden paths"} <= set(report["applied"])
     results = report["results"]
     succeeded = {name for name, result in results.items() if result == "ok"}
     assert succeeded == {"create", "append", "mkdir", "create below", "rename", "unlink", "keep", "/dev/null",
                          "shm", "new user namespace"}
     refused = {name for name, result in results.items() if result == "EROFS"}
-    assert refused == {"another tmp dir", "an existing file", "home", "/tmp", "cwd (read-only path)",
-                       "mkdir in /", "write there"}
-    assert results["rename out of scratch"] in ("EXDEV", "EROFS")
+    assert refused == {"/tmp", "cwd (read-only path)", "mkdir in /", "create in /dev", "write there"}
+    # Not in the view at all: the other directory, its file, the home directory.
+    assert {name for name, result in results.items() if result == "ENOENT"} == {
+        "another tmp dir", "an existing file", "rename out of scratch", "home"}
     remounts = ("remount / read-write", "remount scratch", "remount / there")
     assert {results[name] for name in remounts} == {"EPERM"}
     assert report["shm before"] == [] and report["shm after"] == [inside_shm]
@@ -472,26 +368,13 @@ def test_a_policy_whose_writable_directory_would_not_stay_writable_is_rejected(t
     assert below.read_only == (str(scratch),)  # a read-only path inside a writable one is fine
 
 
-def test_a_mount_that_cannot_be_made_read_only_is_reported(monkeypatch):
-    table = {"/": 0, "/proc": syscalls.MS_NOSUID, "/sys/kernel/debug/tracing": 0, "/locked": syscalls.MS_NODEV}
-    calls = []
+def test_a_path_the_view_cannot_show_is_reported(tmp_path):
+    def attack(isolation: Isolation, report: Reporter) -> None:
+        report(list(isolation.missing))
 
-    def fake_mount(source, target, fstype, flags, data=None):
-        calls.append((target, flags))
-        failure = {"/locked": errno.EPERM, "/sys/kernel/debug/tracing": errno.EACCES}.get(target)
-        if failure:
-            raise syscalls._error(f"mount({target})", failure)
-
-    monkeypatch.setattr(mounts, "_mounts_at_or_below", lambda path: dict(table))
-    monkeypatch.setattr(mounts, "_mount", fake_mount)
-    report = policy._Report()
-    mounts._make_everything_read_only(report)
-    read_only = syscalls.MS_BIND | syscalls.MS_REMOUNT | syscalls.MS_RDONLY
-    assert calls == [(point, read_only | kept) for point, kept in table.items()]
-    assert report.applied == []
-    # The tracefs the process cannot even look up is no way out; the locked one is.
-    assert report.missing == [
-        "read-only filesystem: /locked: mount(/locked) failed: EPERM (Operation not permitted)"]
+    (missing,), exitcode = run(SandboxPolicy(read_only=(str(tmp_path / "absent"),), confine_writes=True), attack)
+    assert exitcode == 0
+    assert missing == [f"file system view: {tmp_path / 'absent'}: does not exist"]
 
 
 # --- processes -------------------------------------------------------------------------------------------
@@ -675,8 +558,7 @@ def test_probe_reports_complete_isolation_on_this_machine(tmp_path):
     assert with_paths.complete and {"read-only paths", "hidden paths"} <= set(with_paths.applied)
     confined = probe_isolation(SandboxPolicy(writable=(str(tmp_path / "ro"),), confine_writes=True))
     assert confined.complete, confined.describe()
-    assert set(confined.applied) == {*FULL_ISOLATION, "read-only filesystem", "writable: scratch only",
-                                     "private /dev/shm"}
+    assert set(confined.applied) == {*FULL_ISOLATION, *VIEW}
     broken = probe_isolation(SandboxPolicy(read_only=(str(tmp_path / "absent"),)))
     assert not broken.complete
     assert broken.missing == (f"read-only paths: {tmp_path / 'absent'}: mount({tmp_path / 'absent'}) failed: "
@@ -716,8 +598,7 @@ def test_fallback_says_what_is_missing_and_still_kills_detached_descendants(mark
         reason = "unshare failed: EPERM (unprivileged user namespaces disabled?)"
         assert set(isolation.missing) == {f"{name}: {reason}" for name in (
             "user namespace", "pid namespace", "mount namespace", "ipc namespace", "private /proc",
-            "read-only filesystem", "writable: scratch only", "private /dev/shm", "read-only paths",
-            "hidden paths")}
+            "network namespace", *VIEW, "hidden paths")}
         assert reports[0]["pid"] == worker  # no new pid namespace
         tree = processes_named(marker)
         assert set(tree.values()) == {"w", "g", "d"}

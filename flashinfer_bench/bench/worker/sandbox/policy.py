@@ -6,12 +6,18 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from flashinfer_bench.bench.worker.sandbox.limits import ResourceLimits
 from flashinfer_bench.bench.worker.sandbox.syscalls import _reason
 
-#: Names of the ``confine_writes`` steps in ``Isolation.applied`` / ``missing``.
-READ_ONLY_FILESYSTEM = "read-only filesystem"
+#: Names of steps in ``Isolation.applied`` / ``missing`` (the CLI prints them at start-up).
+FILE_SYSTEM_VIEW = "file system view"
 WRITABLE_SCRATCH = "writable: scratch only"
 PRIVATE_SHM = "private /dev/shm"
+MINIMAL_DEV = "minimal /dev"
+PROTECTED_PROC = "read-only /proc/sys"
+READ_ONLY_SYS = "read-only /sys"
+NETWORK_NAMESPACE = "network namespace"
+NO_INHERITED_FDS = "no inherited descriptors"
 
 
 def _at_or_below(path: str, top: str) -> bool:
@@ -25,14 +31,24 @@ class SandboxError(RuntimeError):
 
 @dataclass(frozen=True)
 class SandboxPolicy:
-    #: Existing paths (files or directories) the sandboxed process must not be able to write.
+    #: Existing paths (files or directories) the sandboxed process must not be able to write; under
+    #: ``confine_writes``, the paths it sees (read-only) besides the system's (view.SYSTEM_PATHS).
     read_only: tuple[str, ...] = ()
     #: Existing directories whose contents it must not see or reach; an empty read-only tmpfs covers them.
     hidden: tuple[str, ...] = ()
     #: Existing directories that stay writable under ``confine_writes`` (mounts below them stay read-only).
     writable: tuple[str, ...] = ()
-    #: Make every mount read-only but the ``writable`` directories, and give the process a private /dev/shm.
+    #: Show the process a new root (view.py): the system's directories, ``read_only`` and ``writable`` and
+    #: nothing else, with a minimal /dev, a private /dev/shm, a protected /proc and a read-only /sys.
     confine_writes: bool = False
+    #: None: descriptors are left as they are. Else every descriptor but these is closed once inside (0, 1 and
+    #: 2 point at /dev/null), and multiprocessing's resource tracker is forgotten.
+    keep_fds: tuple[int, ...] | None = None
+    #: rlimits set before the capabilities are dropped (hard limits: the process cannot raise them again).
+    limits: ResourceLimits = ResourceLimits()
+    #: cgroup directories (one per v1 hierarchy, or one of v2) the process moves into before it unshares; the
+    #: caller made them and set their limits (``limits.processes`` and ``memory_bytes`` describe those).
+    cgroups: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         """A writable directory must be writable and reachable once the steps have run: reject the policy when

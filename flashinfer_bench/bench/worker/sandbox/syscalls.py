@@ -12,7 +12,8 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
-SANDBOX_NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC
+CLONE_NEWNET = 0x40000000
+SANDBOX_NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET
 MS_RDONLY = 0x1
 MS_NOSUID = 0x2
 MS_NODEV = 0x4
@@ -22,6 +23,7 @@ MS_NOSYMFOLLOW = 0x100
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
+MNT_DETACH = 2
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
@@ -56,6 +58,8 @@ def _libc() -> ctypes.CDLL:
         libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
         libc.unshare.argtypes = [ctypes.c_int]
         libc.capset.argtypes = [ctypes.POINTER(_CapHeader), ctypes.POINTER(_CapData)]
+        libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        libc.syscall.restype = ctypes.c_long
     return libc
 
 
@@ -105,6 +109,23 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
 
     result = _libc().mount(encoded(source), encoded(target), encoded(fstype), flags, encoded(data))
     _check(result, f"mount({target})")
+
+
+def _umount(target: str) -> None:
+    """Detach ``target`` and every mount below it (lazily: open files keep what they reach)."""
+    _check(_libc().umount2(os.fsencode(target), MNT_DETACH), f"umount({target})")
+
+
+#: pivot_root has no libc wrapper; its number on the architectures CUDA machines run.
+PIVOT_ROOT_SYSCALL = {"x86_64": 155, "aarch64": 41, "ppc64le": 203}
+
+
+def _pivot_root(new_root: str, put_old: str) -> None:
+    number = PIVOT_ROOT_SYSCALL.get(os.uname().machine)
+    if number is None:
+        raise _error("pivot_root", errno.ENOSYS, f"its system call number on {os.uname().machine} is not known")
+    result = _libc().syscall(ctypes.c_long(number), os.fsencode(new_root), os.fsencode(put_old))
+    _check(int(result), f"pivot_root({new_root})")
 
 
 def _write_proc_file(path: str, text: str) -> None:
