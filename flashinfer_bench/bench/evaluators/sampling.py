@@ -10,12 +10,15 @@ Timed calls: every call is picked and gets fresh probabilities, so a sample kept
 sample that ignores its inputs: a skipped call's stale buffer) is a token chosen independently of them. Drawn
 probabilities are rows of softmax of i.i.d. normals, exchangeable and independent (a blob's are permuted by a
 secret seed: exchangeable too, but its rows share one permutation), so such a token sits at a uniformly random
-place among its row's values. ``SamplingTimedCheck`` makes two checks:
+place among its row's values. ``SamplingTimedCheck`` makes three checks:
 
 - Filters, per call. Where the definition has a ``top_k`` or ``top_p`` input, a token with k or more tokens
   strictly more probable (0 < k < V), or with more than top_p of the mass on tokens strictly more probable, fails
   the call: no honest sampler draws it (``outside_filters``). A token that ignores the inputs stays inside a
   row's top-k with probability exactly k / V.
+- Repeats, per session: a skipped call leaves the previous call's samples. An honest sampler's row repeats the
+  previous call's sample with probability exactly 1/V (its row of probabilities is fresh and exchangeable), so
+  a session whose repeats are less likely than ``REPEAT_SIGNIFICANCE`` under that binomial fails.
 - Score, per session: the sum S of log(V p[token]) over all samples. Sampling from a row scores KL(p || uniform)
   per sample on average; the reference's filtering lifts that by an excess measured on its own draws in the
   baseline (``timed_score_calibration``). A token that ignores the inputs scores -KL(uniform || p) on average.
@@ -53,13 +56,18 @@ CHERNOFF_EXPONENTS = (0.125, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
 #: A token passes the top-p check while the mass of the tokens more probable than it is at most top_p plus this
 #: (float32 sums over the vocabulary, in any order, stay well within it).
 TOP_P_TOLERANCE = 1e-3
+#: The repeat check fails a session whose rows repeat the previous call's sample this improbably often for an
+#: honest sampler (its chance of failing one).
+REPEAT_SIGNIFICANCE = 1e-9
 
 
 def probabilities(definition: Definition, inputs: list[Any]) -> torch.Tensor:
-    """The first floating tensor input (the probabilities), as rows of the vocabulary."""
-    for spec, value in zip(definition.inputs.values(), inputs, strict=True):
+    """The first floating tensor input (the probabilities; softmax of it where it is named ``logits``), as rows
+    of the vocabulary."""
+    for (name, spec), value in zip(definition.inputs.items(), inputs, strict=True):
         if isinstance(value, torch.Tensor) and DType(spec.dtype).is_floating and value.dim() >= 1:
-            return value.reshape(-1, value.shape[-1])
+            rows = value.reshape(-1, value.shape[-1])
+            return torch.softmax(rows.double(), dim=1) if name == "logits" else rows
     raise ValueError(f"definition '{definition.name}' has no floating tensor input to take the vocabulary size from")
 
 
@@ -154,6 +162,9 @@ class SamplingTimedCheck(TimedCheck):
         #: Per entry of CHERNOFF_EXPONENTS, the sum over samples of log E[(V p[token])^lambda] for a token
         #: that ignores its call's inputs.
         self.log_moments = torch.zeros(len(CHERNOFF_EXPONENTS), dtype=torch.float64)
+        #: The previous call's samples, and how many rows of the calls after it repeated their predecessor's.
+        self.previous: torch.Tensor | None = None
+        self.repeats = self.pairs = self.vocab = 0
 
     #: Every timed call is picked, and each keeps a [batch, vocab] tensor of probabilities: one at a time.
     grouped = False
@@ -188,6 +199,10 @@ class SamplingTimedCheck(TimedCheck):
                 EvaluationStatus.INCORRECT_NUMERICAL,
                 message=(f"a timed call's sample is outside the {outside} of the probabilities it was given: a "
                          "token no honest sampler draws (results kept from an earlier call?)"))
+        if self.previous is not None:
+            self.repeats += int((tokens == self.previous).sum())
+            self.pairs += rows
+        self.previous, self.vocab = tokens.clone(), vocab
         log_scaled = torch.log(probs.clamp_min(1e-300) * vocab)
         self.score += float(log_scaled.gather(1, tokens.unsqueeze(1)).sum())
         honest = (probs * log_scaled).sum(dim=1)
@@ -214,7 +229,24 @@ class SamplingTimedCheck(TimedCheck):
         exponents = torch.tensor(CHERNOFF_EXPONENTS, dtype=torch.float64)
         return min(1.0, math.exp(float((self.log_moments - exponents * self.threshold).min())))
 
+    @property
+    def repeat_probability(self) -> float:
+        """The chance that an honest sampler's rows repeat their previous call's sample at least as often as
+        these did: each repeats with probability exactly 1/V (a binomial tail)."""
+        if self.repeats == 0:
+            return 1.0
+        counts = torch.arange(self.repeats, self.pairs + 1, dtype=torch.float64)
+        binomial = torch.distributions.Binomial(self.pairs, torch.tensor(1.0 / self.vocab, dtype=torch.float64))
+        return float(binomial.log_prob(counts).logsumexp(0).exp())
+
     def finish(self) -> CorrectnessResult | None:
+        if self.repeat_probability < REPEAT_SIGNIFICANCE:
+            return CorrectnessResult(
+                EvaluationStatus.INCORRECT_NUMERICAL,
+                message=(f"{self.repeats} of {self.pairs} rows of timed calls repeat the previous call's sample "
+                         f"(honest sampling repeats as many with probability {self.repeat_probability:.1e}): "
+                         "skipped calls that left their earlier samples?"),
+            )
         if self.score < self.threshold:
             return CorrectnessResult(
                 EvaluationStatus.INCORRECT_NUMERICAL,

@@ -127,11 +127,12 @@ def test_the_score_is_calibrated_on_the_references_own_draws(example):
     assert excess < 0.1
 
 
-def test_without_filters_the_score_fails_stale_samples_and_bounds_the_chance_of_missing_them(example):
+def test_without_filters_repeated_or_input_ignoring_samples_fail(example):
+    """Sampling from the whole row (no top-k / top-p to check): a call that leaves its last samples fails the
+    repeat check, one that draws tokens without looking at the probabilities fails the score."""
     plain = sampling_definition(1024)
-    workload = example[1][4].model_copy(update={"axes": {"batch_size": 4}, "inputs": {}})
-    cfg = FEW_CALLS.model_copy(update={"warmup_runs": 10})
-    ctx = evaluation_context(plain, workload, cfg)
+    workload = Workload(uuid="b8", axes={"batch_size": 8}, inputs={})
+    ctx = evaluation_context(plain, workload, FEW_CALLS.model_copy(update={"warmup_runs": 10}))
     baseline = SamplingEvaluator.build_baseline(ctx, reference_callee(plain), profile=False)
 
     def honest(probs):
@@ -145,10 +146,27 @@ def test_without_filters_the_score_fails_stale_samples_and_bounds_the_chance_of_
             weakref.finalize(probs, kept.pop, id(probs), None)
         return kept[id(probs)]
 
-    with pytest.raises(TimedOutputsMismatch) as caught:
-        SamplingEvaluator.eval_performance(ctx, LocalSolution(ctx, ValueReturning(stale)), baseline)
-    assert "do not follow the probabilities" in caught.value.result.message
+    generator = torch.Generator().manual_seed(5)
+
+    def ignoring(probs):
+        return torch.randint(0, probs.shape[1], (probs.shape[0],), generator=generator)
+
+    for fn, message in ((stale, "repeat the previous call's sample"), (ignoring, "do not follow the probabilities")):
+        with pytest.raises(TimedOutputsMismatch) as caught:
+            SamplingEvaluator.eval_performance(ctx, LocalSolution(ctx, ValueReturning(fn)), baseline)
+        assert message in caught.value.result.message
     assert SamplingEvaluator.eval_performance(ctx, LocalSolution(ctx, ValueReturning(honest)), baseline)
+
+
+def test_the_repeat_check_is_a_binomial_tail_of_one_in_v():
+    ctx = evaluation_context(sampling_definition(8), Workload(uuid="b1", axes={"batch_size": 1}, inputs={}),
+                             FEW_CALLS)
+    check = SamplingTimedCheck(SamplingEvaluator, ctx, Baseline(inputs=[], outputs=[]))
+    probs = torch.full((1, 8), 1 / 8)
+    for token in (3, 3, 3, 5):
+        assert check.check([((torch.tensor([token]),), (probs, None, None))]) is None
+    assert (check.repeats, check.pairs) == (2, 3)
+    assert check.repeat_probability == pytest.approx(3 * (1 / 8) ** 2 * (7 / 8) + (1 / 8) ** 3)
 
 
 class FixedThreshold(SamplingTimedCheck):
