@@ -162,8 +162,9 @@ class SamplingTimedCheck(TimedCheck):
         #: Per entry of CHERNOFF_EXPONENTS, the sum over samples of log E[(V p[token])^lambda] for a token
         #: that ignores its call's inputs.
         self.log_moments = torch.zeros(len(CHERNOFF_EXPONENTS), dtype=torch.float64)
-        #: The previous call's samples, and how many rows of the calls after it repeated their predecessor's.
-        self.previous: torch.Tensor | None = None
+        #: The previous call's samples and probabilities, and how many rows of the calls after it (given new
+        #: probabilities) repeated their predecessor's sample.
+        self.previous: tuple[torch.Tensor, torch.Tensor] | None = None
         self.repeats = self.pairs = self.vocab = 0
 
     #: Every timed call is picked, and each keeps a [batch, vocab] tensor of probabilities: one at a time.
@@ -199,10 +200,11 @@ class SamplingTimedCheck(TimedCheck):
                 EvaluationStatus.INCORRECT_NUMERICAL,
                 message=(f"a timed call's sample is outside the {outside} of the probabilities it was given: a "
                          "token no honest sampler draws (results kept from an earlier call?)"))
-        if self.previous is not None:
-            self.repeats += int((tokens == self.previous).sum())
-            self.pairs += rows
-        self.previous, self.vocab = tokens.clone(), vocab
+        if self.previous is not None and self.previous[1].shape == probs.shape:
+            fresh = (probs != self.previous[1]).any(dim=1)  # a row given the same values again may repeat
+            self.repeats += int(((tokens == self.previous[0]) & fresh).sum())
+            self.pairs += int(fresh.sum())
+        self.previous, self.vocab = (tokens.clone(), probs), vocab
         log_scaled = torch.log(probs.clamp_min(1e-300) * vocab)
         self.score += float(log_scaled.gather(1, tokens.unsqueeze(1)).sum())
         honest = (probs * log_scaled).sum(dim=1)

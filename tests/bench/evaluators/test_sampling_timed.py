@@ -162,11 +162,14 @@ def test_the_repeat_check_is_a_binomial_tail_of_one_in_v():
     ctx = evaluation_context(sampling_definition(8), Workload(uuid="b1", axes={"batch_size": 1}, inputs={}),
                              FEW_CALLS)
     check = SamplingTimedCheck(SamplingEvaluator, ctx, Baseline(inputs=[], outputs=[]))
-    probs = torch.full((1, 8), 1 / 8)
+    generator = torch.Generator().manual_seed(2)
     for token in (3, 3, 3, 5):
+        probs = torch.softmax(torch.randn(1, 8, generator=generator), dim=1)
         assert check.check([((torch.tensor([token]),), (probs, None, None))]) is None
     assert (check.repeats, check.pairs) == (2, 3)
     assert check.repeat_probability == pytest.approx(3 * (1 / 8) ** 2 * (7 / 8) + (1 / 8) ** 3)
+    assert check.check([((torch.tensor([5]),), (probs, None, None))]) is None  # the same row again: no pair
+    assert (check.repeats, check.pairs) == (2, 3)
 
 
 class FixedThreshold(SamplingTimedCheck):
