@@ -10,28 +10,32 @@ from flashinfer_bench.data import EvaluationStatus, TraceSet
 
 CONFIG = BenchmarkConfig(iterations=3, warmup_runs=1, num_trials=1, timeout_seconds=30)
 OK = "def run(x, y):\n    return x * 2 + y\n"
-#: Runs after a_ok in the same workload group and reports how many traces are already on disk under ROOT.
-COUNTS_TRACES = (
-    "import glob\n"
-    "def run(x, y):\n"
-    "    for f in glob.glob('ROOT/traces/**/*.jsonl', recursive=True):\n"
-    "        print('lines on disk', sum(1 for _ in open(f)))\n"
-    "    return x * 2 + y\n"
-)
+
+
+class CountsLinesOnDisk:
+    """A progress reporter that reads the trace file each time a verdict is reported."""
+
+    def __init__(self, path) -> None:
+        self.path, self.counts = path, []
+
+    def start(self, total: int) -> None:
+        pass
+
+    def advance(self, trace) -> None:
+        self.counts.append(len(self.path.read_text().splitlines()) if self.path.exists() else 0)
+
+    def finish(self) -> None:
+        pass
 
 
 def test_run_all_returns_input_plus_new_traces_and_appends_each_at_once(tmp_path):
-    root = scale_add_set(tmp_path, {"a_ok": OK, "b_counts": COUNTS_TRACES.replace("ROOT", str(tmp_path))}, sizes=(8,))
+    root = scale_add_set(tmp_path, {"a_ok": OK, "b_ok": OK}, sizes=(8,))
     trace_set = TraceSet.from_path(root)
-    result = Benchmark(trace_set, CONFIG).run_all(save_results=True)
+    progress = CountsLinesOnDisk(root / "traces" / "tests" / "elementwise" / "scale_add.jsonl")
+    result = Benchmark(trace_set, CONFIG, progress=progress).run_all(save_results=True)
     assert result is not trace_set and trace_set.traces == {}
     assert set(result.definitions) == set(trace_set.definitions) and result.workloads == trace_set.workloads
-    traces = {t.solution: t for t in result.traces["scale_add"]}
-    assert "lines on disk 1" in traces["b_counts"].evaluation.log  # a_ok's trace was on disk before b ran
-    # upstream's layout: traces/<author>/<op_type>/<definition>.jsonl
-    on_disk = (root / "traces" / "tests" / "elementwise" / "scale_add.jsonl").read_text().splitlines()
-    assert [json.loads(line)["solution"] for line in on_disk] == ["a_ok", "b_counts"]
-    assert len(TraceSet.from_path(root).traces["scale_add"]) == 2
+    assert progress.counts == [1, 2]  # each trace was on disk when its verdict was reported, before the next ran
 
 
 def test_a_passed_trace_keeps_how_its_latency_was_measured_and_how_noisy_it_was(tmp_path):
@@ -44,13 +48,16 @@ def test_a_passed_trace_keeps_how_its_latency_was_measured_and_how_noisy_it_was(
     extra = line["evaluation"]["performance"]["extra"]
     # The default runner uses this machine's devices: the host clock on the CPU, CUPTI (or events) on a GPU.
     methods = {"host_clock"} if available_devices() == ["cpu"] else {"cupti", "cuda_events"}
-    assert extra["timing_method"] in methods and extra["samples"] == 2 * 6
+    # Every believed trial's samples (a trial whose claim the judge's clock set keeps none: on a heavily loaded
+    # machine that can happen to an honest solution, and the trace says so).
+    believed = 2 - extra.get("judge_estimated_trials", 0)
+    assert extra["timing_method"] in methods and extra["samples"] == believed * 6 and believed >= 1
     assert len(extra["trial_latencies_ms"]) == 2 and extra["settings"]["iterations"] == 6
     low, high = extra["latency_ci95_ms"]
     assert 0 < low <= high and extra["latency_std_ms"] >= 0
     assert "reference_ci95_ms" in extra and "setup_latency_ms" not in extra  # timed here; no setup
     spread = read_spread(TraceSet.from_path(root).traces["scale_add"][0].evaluation.performance)
-    assert spread.samples == 12 and spread.relative_noise(line["evaluation"]["performance"]["latency_ms"]) > 0
+    assert spread.samples == believed * 6 and spread.relative_noise(line["evaluation"]["performance"]["latency_ms"]) > 0
 
 
 def test_no_save_results_writes_nothing(tmp_path):
