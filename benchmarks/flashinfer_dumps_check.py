@@ -14,8 +14,8 @@ and reference must run once on this device; the first that fails is the one line
     python benchmarks/flashinfer_dumps_check.py --out dumps_check.json            # every definition, on the GPU
     python benchmarks/flashinfer_dumps_check.py --device cpu --definitions rmsnorm_h4096 softmax_v32000
 
-Prints one line per definition (``reference PASSED, perturbed INCORRECT_NUMERICAL``, or ``cannot run: why``) and
-the counts; writes the same as JSON to ``--out``. Exit status 1 when a definition that ran is not as expected.
+Prints one line per definition (``reference PASSED, perturbed INCORRECT_NUMERICAL``, or ``cannot run: why``;
+for a definition with a ``check``, also what its check says of both, run in-process) and the counts; writes the same as JSON to ``--out``. Exit status 1 when a definition that ran is not as expected.
 """
 
 from __future__ import annotations
@@ -72,6 +72,29 @@ def why_not(definition, device: str):
     except Exception as exc:  # the one line of why: init or reference failing on this device
         return None, " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
     return workload, None
+
+
+def check_verdicts(definition, workload, device: str) -> str | None:
+    """What the definition's own ``check`` says of the reference's outputs and of the perturbed copy's (made the
+    way ``tools.reference_solutions`` perturbs them), in-process; None for a definition without a check."""
+    if definition.check is None:
+        return None
+    import torch
+
+    from flashinfer_bench.bench.definition_code import call_reference, run_init
+    from flashinfer_bench.bench.evaluators.definition_check import run_check
+    from flashinfer_bench.tools import reference_solutions
+
+    namespace = {"torch": torch}
+    exec(reference_solutions._PERTURB.format(factor=reference_solutions.PERTURBATION), namespace)
+    made = run_init(definition, workload.axes, 2, device)
+    expected = call_reference(definition, made.values)
+    again = call_reference(definition, run_init(definition, workload.axes, 2, device).values)
+    off = namespace["_perturbed"](expected)
+    same, perturbed = run_check(definition, made.values, again, expected), run_check(definition, made.values, off,
+                                                                                     expected)
+    return (f"check {'passes' if same.passed else 'FAILS'} the reference, "
+            f"{'PASSES' if perturbed.passed else 'fails'} the perturbed copy")
 
 
 def prepare(root: Path, definition, workload) -> None:
@@ -150,6 +173,12 @@ def check(opts: argparse.Namespace, root: Path) -> dict[str, dict]:
             continue
         prepare(root, definition, workload)
         ready[name] = {"axes": workload.axes}
+        try:
+            verdicts = check_verdicts(definition, workload, opts.device)
+        except Exception as exc:  # the check's own failure, said in one line
+            verdicts = "check could not run: " + " ".join(traceback.format_exception_only(exc)[-1].split())[:200]
+        if verdicts is not None:
+            ready[name]["check"] = verdicts
     start = time.perf_counter()
     statuses, refused = run_all(root, sorted(ready), opts)
     for name, why in refused.items():
@@ -180,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, row in sorted(rows.items()):
         if row["ran"]:
             verdict = "as expected" if row["as_expected"] else "NOT as expected"
-            print(f"{name:<{width}}  reference {row['reference']}, perturbed {row['perturbed']}  ({verdict})")
+            own = f"; {row['check']}" if "check" in row else ""
+            print(f"{name:<{width}}  reference {row['reference']}, perturbed {row['perturbed']}  ({verdict}){own}")
         else:
             print(f"{name:<{width}}  cannot run: {row['why']}")
     ran = [row for row in rows.values() if row["ran"]]
