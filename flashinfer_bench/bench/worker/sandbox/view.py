@@ -104,7 +104,7 @@ def _plan(policy: SandboxPolicy) -> _Plan:
         real = os.path.realpath(path)
         binds[real] = binds.get(real, False) or writable
     devices = [f"/dev/{name}" for name in DEV_NODES if os.path.exists(f"/dev/{name}")]
-    devices += sorted(path for pattern in GPU_NODES for path in glob.glob(pattern))
+    devices += sorted({path for pattern in GPU_NODES for path in glob.glob(pattern)})
     return _Plan(_needed(binds), tuple(links), tuple(devices), tuple(missing))
 
 
