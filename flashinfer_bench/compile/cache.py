@@ -146,9 +146,10 @@ def stage_entry(solution: Solution, cache_root: Path, scratch_root: Path) -> boo
     target = solution_dir(solution, scratch_root)
     if not _real_folders(source.parent, source) or os.path.lexists(target):
         return False
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if not _real_folders(scratch_root, target.parent):
-        return False
+    for folder in (scratch_root, target.parent):  # made one by one: never through a symlink
+        if os.path.lexists(folder) and not _real_folders(folder):
+            return False
+        folder.mkdir(exist_ok=True)
     return _copy_into_place(source, target)
 
 

@@ -404,3 +404,24 @@ def test_triton_on_the_cpu_with_a_scratch_dir_gets_a_kernel_cache_of_its_own(
         assert report["env"] == report["knobs"] == own
     assert (solution_dir(cached, scratch) / ".triton" / "abc" / "k.json").read_text() == "{}"  # seeded
     assert snapshot(read_only_cache) == before
+
+
+def test_a_staged_entry_is_a_copy_and_never_written_through_a_link(tmp_path: Path) -> None:
+    solution, cache_root = make_solution(), tmp_path / "cache"
+    entry, _ = cache.materialize_sources(solution, cache_root)
+    scratch = tmp_path / "scratch"
+    assert cache.stage_entry(solution, cache_root, scratch) is True
+    staged = solution_dir(solution, scratch)
+    assert (staged / "main.py").read_text() == (entry / "main.py").read_text()
+    assert (staged / "main.py").stat().st_ino != (entry / "main.py").stat().st_ino  # a copy: writing it
+    (staged / "main.py").write_text("def run():\n    return 666\n")  # leaves the cache as it was
+    assert (entry / "main.py").read_text() == solution.sources[0].content
+    assert cache.stage_entry(solution, cache_root, scratch) is False  # there already: nothing copied
+
+    elsewhere, planted = tmp_path / "elsewhere", tmp_path / "planted"
+    elsewhere.mkdir()
+    planted.mkdir()
+    (planted / "python").symlink_to(elsewhere)  # a language folder that leads out of the scratch root
+    assert cache.stage_entry(solution, cache_root, planted) is False
+    assert list(elsewhere.iterdir()) == []
+    assert cache.stage_entry(make_solution("return 'absent'"), cache_root, tmp_path / "other") is False

@@ -256,3 +256,18 @@ def test_an_unprivileged_user_gets_the_whole_sandbox():
                           text=True, env=child_env(), timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_address_space_limit_makes_a_large_allocation_fail_with_its_name():
+    limits = ResourceLimits(address_space_bytes=4 << 30)  # the CPU device's (CUDA reserves more than this)
+
+    def attack(isolation: Isolation, report: Reporter) -> None:
+        try:
+            bytearray(8 << 30)
+            report({"allocated": True})
+        except MemoryError as error:
+            report({"allocated": False, "note": limits.note_for(error)})
+
+    (report,), exitcode = run(SandboxPolicy(limits=limits), attack)
+    assert exitcode == 0
+    assert report == {"allocated": False, "note": "the worker ran into its address space limit (4 GiB)"}

@@ -104,7 +104,7 @@ def _plan(policy: SandboxPolicy) -> _Plan:
         real = os.path.realpath(path)
         binds[real] = binds.get(real, False) or writable
     devices = [f"/dev/{name}" for name in DEV_NODES if os.path.exists(f"/dev/{name}")]
-    devices += sorted(path for pattern in GPU_NODES for path in glob.glob(pattern))
+    devices += sorted({path for pattern in GPU_NODES for path in glob.glob(pattern)})
     return _Plan(_needed(binds), tuple(links), tuple(devices), tuple(missing))
 
 
@@ -194,14 +194,14 @@ def _mount_proc_and_sys(report: _Report) -> None:
     if "private /proc" in report.applied:
         report.step(PROTECTED_PROC, _protect_proc)
 
-    def sys() -> None:
+    def mount_sys() -> None:
         try:
             _mount("sysfs", NEW_ROOT + "/sys", "sysfs", SYSFS_FLAGS)
         except OSError:
             _bind(OLD_ROOT + "/sys", NEW_ROOT + "/sys", writable=False)
 
     os.mkdir(NEW_ROOT + "/sys")
-    report.step(READ_ONLY_SYS, sys)
+    report.step(READ_ONLY_SYS, mount_sys)
 
 
 def _hide_in_view(path: str) -> None:
@@ -233,11 +233,13 @@ def _build_view(policy: SandboxPolicy, report: _Report) -> None:
     hidden = [os.path.realpath(path) for path in policy.hidden]
     _enter_staging()
     failures = [f"{path}: does not exist" for path in plan.missing]
+    writable_failed = any(_at_or_below(path, writable) for path in plan.missing for writable in policy.writable)
     for bind in plan.binds:
         try:
             _bind(OLD_ROOT + bind.path, NEW_ROOT + bind.path, bind.writable)
         except OSError as error:
             failures.append(f"{bind.path}: {error.strerror or error}")
+            writable_failed = writable_failed or bind.writable
     for path, target in plan.links:
         if not os.path.lexists(NEW_ROOT + path):
             os.makedirs(os.path.dirname(NEW_ROOT + path), exist_ok=True)
@@ -246,7 +248,7 @@ def _build_view(policy: SandboxPolicy, report: _Report) -> None:
         report.missing.append(f"{FILE_SYSTEM_VIEW}: {'; '.join(failures)}")
     else:
         report.applied.append(FILE_SYSTEM_VIEW)
-    if policy.writable:
+    if policy.writable and not writable_failed:
         report.applied.append(WRITABLE_SCRATCH)
     report.step(MINIMAL_DEV, lambda: _make_dev(plan.devices))
     report.step(PRIVATE_SHM, _mount_private_shm)
