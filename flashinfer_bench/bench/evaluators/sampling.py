@@ -212,9 +212,9 @@ class SamplingTimedCheck(TimedCheck):
         spread = (probs * log_scaled.square()).sum(dim=1) - honest.square()
         self.honest_var += float(spread.clamp_min(self.variance).sum())
         self.ignoring_mean += float(log_scaled.mean(dim=1).sum())
-        exponents = torch.tensor(CHERNOFF_EXPONENTS, dtype=torch.float64, device=probs.device)
-        moments = torch.logsumexp(exponents[:, None, None] * log_scaled.unsqueeze(0), dim=2) - math.log(vocab)
-        self.log_moments += moments.sum(dim=1).cpu()
+        # One [rows, vocab] temporary at a time (a [exponents, rows, vocab] one is gigabytes for large vocabularies).
+        moments = torch.stack([torch.logsumexp(exponent * log_scaled, dim=1).sum() for exponent in CHERNOFF_EXPONENTS])
+        self.log_moments += moments.cpu() - rows * math.log(vocab)
         return None
 
     @property
