@@ -19,7 +19,12 @@ from flashinfer_bench.bench.process_setup import PROFILE_DIR_ENV
 from flashinfer_bench.bench.runner.base import OnVerdict, Runner, Verdict
 from flashinfer_bench.bench.runner.device_slot import DeviceSlot
 from flashinfer_bench.bench.runner.run_state import RunState
-from flashinfer_bench.bench.runner.worker_view import cuda_paths, default_limits, python_paths
+from flashinfer_bench.bench.runner.worker_view import (
+    cuda_paths,
+    default_limits,
+    python_paths,
+    toolchain_paths,
+)
 from flashinfer_bench.bench.wire.parent_judge import WorkItem
 from flashinfer_bench.bench.worker.sandbox import ResourceLimits, SandboxPolicy
 from flashinfer_bench.compile.cache import resolve_cache_root
@@ -113,7 +118,7 @@ def worker_policy(hidden: Sequence[str], limits: ResourceLimits | None = None) -
     import multiprocessing.util
 
     hidden_dirs = {str(Path(p).resolve()) for p in (*hidden, multiprocessing.util.get_temp_dir())}
-    return SandboxPolicy(confine_writes=True, read_only=(*python_paths(), *cuda_paths()),
+    return SandboxPolicy(confine_writes=True, read_only=(*python_paths(), *cuda_paths(), *toolchain_paths()),
                          hidden=tuple(sorted(hidden_dirs)), writable=profile_dirs(),
                          limits=limits if limits is not None else default_limits())
 

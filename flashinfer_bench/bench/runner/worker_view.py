@@ -5,7 +5,8 @@ Shown read-only besides the system's directories: Python's installs (``sys.prefi
 directory on ``sys.path``, except a source checkout that holds this package (an editable install, or a
 checkout on PYTHONPATH), of which only the package's own directory is shown (a checkout may hold trace sets,
 solutions and results); CUDA's installs; and, per item, the blob files its workload reads (``blob_paths``), never
-the trace set's definitions, solutions, workloads or traces. The build cache is not shown: the parent copies the
+the trace set's definitions, solutions, workloads or traces; the compilers' installs outside the system's
+directories (``toolchain_paths``). The build cache is not shown: the parent copies the
 item's own entry into the worker's scratch directory (``compile.cache.stage_entry``).
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
@@ -21,11 +23,15 @@ from flashinfer_bench.bench.wire.parent_judge import WorkItem
 from flashinfer_bench.bench.worker.sandbox import SandboxPolicy
 from flashinfer_bench.bench.worker.sandbox.limits import GIB, ResourceLimits
 from flashinfer_bench.bench.worker.sandbox.policy import _at_or_below
+from flashinfer_bench.bench.worker.sandbox.view import SYSTEM_PATHS
 
 #: CUDA's usual installs, shown where they exist outside the system's directories; $CUDA_HOME and
 #: $CUDA_PATH too.
 CUDA_PATTERNS = ("/usr/local/cuda*", "/usr/local/nvidia", "/opt/cuda*", "/opt/nvidia")
 CUDA_VARIABLES = ("CUDA_HOME", "CUDA_PATH")
+#: The compilers builds call, and the variables that name them.
+TOOLCHAIN_PROGRAMS = ("cc", "gcc", "c++", "g++", "ld", "nvcc", "ninja")
+TOOLCHAIN_VARIABLES = ("CC", "CXX")
 #: Folders of a trace set a blob may not be shown from as a whole (only the one file is).
 TRACE_SET_FOLDERS = {"definitions", "solutions", "workloads", "traces"}
 PACKAGE_HOMES = {"site-packages", "dist-packages"}
@@ -50,6 +56,23 @@ def python_paths() -> tuple[str, ...]:
 def cuda_paths() -> tuple[str, ...]:
     found = {path for pattern in CUDA_PATTERNS for path in glob.glob(pattern)}
     found |= {os.environ[name] for name in CUDA_VARIABLES if os.path.isdir(os.environ.get(name, ""))}
+    return tuple(sorted(found))
+
+
+def toolchain_paths() -> tuple[str, ...]:
+    """The installs of the compilers a build may call (Triton's launcher, torch extensions, tvm-ffi, nvcc), found
+    as this process finds them ($CC and $CXX, then PATH) where they live outside the system's directories (a gcc
+    in /opt/gcc, say): the folder above their ``bin``."""
+    names = [os.environ.get(variable, "") for variable in TOOLCHAIN_VARIABLES] + list(TOOLCHAIN_PROGRAMS)
+    found = set()
+    for name in filter(None, names):
+        program = shutil.which(name.split()[0])
+        if program is None:
+            continue
+        for path in {Path(program).parent, Path(os.path.realpath(program)).parent}:
+            home = path.parent if path.name == "bin" else path
+            if not any(_at_or_below(str(home), system) for system in SYSTEM_PATHS):
+                found.add(str(home))
     return tuple(sorted(found))
 
 
