@@ -3,6 +3,7 @@ could do to the machine, inherited descriptors, resource limits. Each attack has
 same thing done from outside the sandbox works, so the test proves something."""
 
 import errno
+import glob
 import os
 import resource
 import signal
@@ -20,7 +21,7 @@ from sandboxed import Reporter, outcome, run
 from flashinfer_bench.bench.runner.cgroups import WorkerCgroup
 from flashinfer_bench.bench.runner.worker_view import python_paths
 from flashinfer_bench.bench.worker.sandbox import Isolation, ResourceLimits, SandboxPolicy
-from flashinfer_bench.bench.worker.sandbox.view import DEV_NODES
+from flashinfer_bench.bench.worker.sandbox.view import DEV_NODES, GPU_NODES
 
 
 def connect(family: int, address: object) -> str:
@@ -80,7 +81,10 @@ def test_the_view_holds_no_device_but_the_listed_ones_and_no_host_directory(tmp_
 
     (report,), exitcode = run(SandboxPolicy(confine_writes=True), attack)
     assert exitcode == 0
-    assert report["devices"] == {f"/dev/{name}": "char" for name in DEV_NODES if os.path.exists(f"/dev/{name}")}
+    listed = {f"/dev/{name}" for name in DEV_NODES if os.path.exists(f"/dev/{name}")}
+    gpu = {node for pattern in GPU_NODES for top in glob.glob(pattern)
+           for node in ([top] if not os.path.isdir(top) else [os.path.join(top, n) for n in os.listdir(top)])}
+    assert report["devices"] == {path: "char" for path in listed | gpu}  # the GPU's nodes where the host has them
     assert set(report["root"]) <= {"usr", "etc", "bin", "sbin", "lib", "lib64", "lib32", "libx32", "dev", "proc",
                                    "sys"}
     assert not any(report["others"].values())
@@ -231,12 +235,20 @@ def test_cgroup_limits_hold_for_every_process_of_the_namespace(cgroup):
     assert cgroup.reached() == []  # counted once
 
 
-UNPRIVILEGED_CHILD = """
-import json, os, sys
-os.setgid(65534)
-os.setuid(65534)
+#: What the unprivileged user runs: the sandbox's probe, printing what is missing.
+UNPRIVILEGED_PROBE = """
+import json, sys
 from flashinfer_bench.bench.worker.sandbox import SandboxPolicy, probe_isolation
 print(json.dumps(list(probe_isolation(SandboxPolicy(read_only=tuple(sys.argv[1:]), confine_writes=True)).missing)))
+"""
+#: Becomes nobody, then starts the probe as a program that user would start (a process that changed its ids is
+#: not dumpable and its /proc files stay root's; exec makes it an ordinary process of its user).
+UNPRIVILEGED_CHILD = f"""
+import os, sys
+os.setgroups([])
+os.setgid(65534)
+os.setuid(65534)
+os.execv(sys.executable, [sys.executable, "-c", {UNPRIVILEGED_PROBE!r}, *sys.argv[1:]])
 """
 
 

@@ -112,7 +112,6 @@ def _confine(policy: SandboxPolicy, alive: int, report: _Report) -> Isolation:
         report.step("private /proc", _mount_proc)  # last: see the module docstring
     _reenter_cwd(cwd, policy.writable[0] if policy.confine_writes and policy.writable else "/")
     report.step(f"{NETWORK_NAMESPACE} (loopback only)", _bring_up_loopback)
-    _limit(policy, report)
     report.step("no new privileges", _set_no_new_privs)
     try:
         _drop_capabilities()
@@ -121,6 +120,7 @@ def _confine(policy: SandboxPolicy, alive: int, report: _Report) -> Isolation:
     report.applied.append("no capabilities")
     if policy.keep_fds is not None:
         report.step(NO_INHERITED_FDS, lambda: _close_inherited(policy.keep_fds))
+    _limit(policy, report)  # last: a low limit on open files must not stop the steps above from opening theirs
     return report.isolation()
 
 
@@ -159,6 +159,7 @@ def _fallback(policy: SandboxPolicy, parent: int, reason: str, report: _Report) 
     report.step("no capabilities", _drop_capabilities)
     if policy.keep_fds is not None:
         report.step(NO_INHERITED_FDS, lambda: _close_inherited(policy.keep_fds))
+    _limit(policy, report)  # last: a low limit on open files must not stop the steps above from opening theirs
     return report.isolation()
 
 
