@@ -51,6 +51,11 @@ def check_workload(definition: Definition, workload: Workload, root: str | Path 
     for name in workload.inputs:
         if name not in definition.inputs:
             problems.append(WorkloadProblem(f"workload.inputs.{name}", f"definition '{definition.name}' has no input '{name}'"))
+    for name, spec in definition.outputs.items():
+        if spec.is_open:  # the judge reads every output's bytes as the type the definition declares
+            problems.append(WorkloadProblem(f"definition.outputs.{name}.dtype",
+                                            f"output '{name}' has dtype '{spec.dtype.value}': its bytes cannot be "
+                                            "read as a declared type, so it cannot be judged"))
     for name, spec in definition.inputs.items():
         source = workload.inputs.get(name)
         shape = definition.shape_of(spec, axes)

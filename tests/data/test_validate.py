@@ -96,3 +96,17 @@ def test_validate_on_the_dataset_names_the_307_absent_blobs_and_nothing_else():
     assert len(findings) == 307 and report.warnings == 0
     assert all(f.check == "workload" and "blob file" in f.message and "does not exist" in f.message for f in findings)
     assert "156 definitions: 147 ok, 0 warning, 9 error" in render_text(report)
+
+
+def test_an_output_of_a_type_chosen_at_run_time_cannot_be_judged():
+    from flashinfer_bench.data import Definition, Workload
+    from flashinfer_bench.data.workload_check import check_workload
+
+    definition = Definition.model_validate({
+        "name": "pick", "op_type": "gather", "axes": {"n": {"type": "var"}},
+        "inputs": {"x": {"shape": ["n"], "dtype": "float32"}},
+        "outputs": {"out": {"shape": ["n"], "dtype": "unknown"}},
+        "reference": "def run(x):\n    return x\n", "tags": ["fi_api:flashinfer.pick"]})
+    problems = check_workload(definition, Workload(uuid="w", axes={"n": 4}, inputs={}), None)
+    assert [p.field for p in problems] == ["definition.outputs.out.dtype"]
+    assert "cannot be judged" in problems[0].message

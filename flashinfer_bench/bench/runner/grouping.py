@@ -13,17 +13,26 @@ every solution one more worker start and the judge of each half its own baseline
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 from flashinfer_bench.bench.slot import input_layouts, output_layouts, total_bytes
 from flashinfer_bench.bench.wire.parent_judge import BASELINE_BYTES_KEPT, MAX_WORKLOADS_PER_GROUP, WorkItem
 from flashinfer_bench.data import Definition, Workload
 
+#: Bytes per element assumed for a tensor whose element type is chosen at run time (FlashInfer's "unknown"): the
+#: widest there is, so that the estimate stays an upper bound.
+OPEN_DTYPE_ITEMSIZE = 8
+
 
 def baseline_bytes(definition: Definition, workload: Workload, num_trials: int) -> int:
     """What the judge holds for one workload: every trial's inputs and the reference's outputs."""
-    layouts = input_layouts(definition, workload, definition.inputs) + output_layouts(definition, workload)
-    return num_trials * total_bytes(layouts)
+    fixed = [name for name, spec in definition.inputs.items() if not spec.is_open]
+    layouts = input_layouts(definition, workload, fixed) + output_layouts(definition, workload)
+    axes = definition.bind_axes(workload.axes)
+    open_bytes = sum(math.prod(definition.shape_of(spec, axes) or ()) * OPEN_DTYPE_ITEMSIZE
+                     for spec in definition.inputs.values() if spec.is_open)
+    return num_trials * (total_bytes(layouts) + open_bytes)
 
 
 def workload_blocks(definition: Definition, workloads: Sequence[Workload], num_trials: int,

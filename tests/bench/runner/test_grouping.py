@@ -59,3 +59,18 @@ def test_fewer_groups_than_devices_are_halved_until_each_device_has_one():
     assert all([i.solution.name for i in g] == sorted(i.solution.name for i in g) for g in groups)
     # one workload cannot be split: fewer groups than devices then
     assert len(group_items(items[:2], devices=4)) == 1
+
+
+def test_a_tensor_of_a_type_chosen_at_run_time_is_sized_as_the_widest_not_a_crash():
+    """FlashInfer's "unknown" dtype (index arrays whose type is chosen at plan time): the estimate of what the judge
+    holds counts 8 bytes an element instead of failing the whole run."""
+    from flashinfer_bench.bench.runner.grouping import OPEN_DTYPE_ITEMSIZE, baseline_bytes
+    from flashinfer_bench.data import Definition, Workload
+
+    definition = Definition.model_validate({
+        "name": "gather", "op_type": "gather", "axes": {"n": {"type": "var"}},
+        "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "index": {"shape": ["n"], "dtype": "unknown"}},
+        "outputs": {"out": {"shape": ["n"], "dtype": "float32"}},
+        "reference": "def run(x, index):\n    return x\n", "tags": ["fi_api:flashinfer.gather"]})
+    workload = Workload(uuid="w", axes={"n": 10}, inputs={})
+    assert baseline_bytes(definition, workload, 2) == 2 * (10 * 4 + 10 * OPEN_DTYPE_ITEMSIZE + 10 * 4)
