@@ -264,7 +264,11 @@ class SamplingTimedCheck(TimedCheck):
 class SamplingEvaluator(Evaluator):
     @classmethod
     def can_evaluate(cls, definition: Definition) -> bool:
-        return definition.op_type == "sampling"
+        """Sampling definitions whose outputs are samples (integer token ids). FlashInfer files some that
+        transform distributions under op type "sampling" (softmax, renormalised or masked probabilities): their
+        outputs are deterministic and are judged element-wise."""
+        return definition.op_type == "sampling" and all(
+            not spec.is_open and not DType(spec.dtype).is_floating for spec in definition.outputs.values())
 
     @classmethod
     def build_baseline(cls, ctx: EvaluationContext, reference: Callee, *, profile: bool = True) -> Baseline:
