@@ -44,8 +44,6 @@ def run(x, y):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="the sandbox has no network namespace and cannot hide the server's store "
-                   "and token file yet (the lead's sandbox work)")
 def test_a_hostile_solution_reaches_neither_the_service_nor_its_store_nor_its_tokens(tmp_path):
     root = scale_add_set(tmp_path / "set", {}, sizes=(8,))
     server = ServerProcess(root, tmp_path).start()
