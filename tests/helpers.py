@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -149,3 +150,10 @@ def sampling_definition(vocab: int) -> Any:
 def claims_stood(notes: list[str]) -> bool:
     """No claimed latency was disbelieved (notes about a busy host, which the judge corrected for, may be there)."""
     return not any("not believed" in note for note in notes)
+
+
+#: What the local Ray clusters of the tests run with: every node on the loopback address, token authentication on.
+#: One token for the whole test session: a process that has imported Ray keeps the token it first read, and a
+#: later cluster with another one cannot be reached from it (its GCS "fails to start").
+RAY_CLUSTER_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token",
+                   "RAY_AUTH_TOKEN": secrets.token_hex(16)}

@@ -1,18 +1,17 @@
 """`serve --ray-address`: evaluations go through the Ray runner, kept warm across tasks (a real local cluster)."""
 
 import os
-import secrets
 import sys
 
 import pytest
-from helpers import python_solution, scale_add_set
+from helpers import RAY_CLUSTER_ENV, python_solution, scale_add_set
 from serve.server_process import ServerProcess
 
 from flashinfer_bench.client import Client
 
 NODE = {"num_cpus": 1, "node_ip_address": "127.0.0.1"}
 #: Every node on the loopback address (Ray would otherwise put this machine's outward address in its place).
-CLUSTER_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16)}
+CLUSTER_ENV = RAY_CLUSTER_ENV
 OK = "def run(x, y):\n    return x * 2 + y\n"
 WRONG = "def run(x, y):\n    return x * 3 + y\n"
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import signal
 import socket
 import subprocess
@@ -20,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import REPO, child_env, scale_add_set
+from helpers import RAY_CLUSTER_ENV, REPO, child_env, scale_add_set
 
 from flashinfer_bench.bench import Benchmark, BenchmarkConfig
 from flashinfer_bench.bench.runner import persistent_runner
@@ -30,8 +29,7 @@ from flashinfer_bench.bench.runner.ray.scheduling import GroupQueue, group_cost
 from flashinfer_bench.data import TraceSet
 
 #: Every node on the loopback address: Ray would otherwise put this machine's outward address in its place.
-CLUSTER_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token",
-               "RAY_AUTH_TOKEN": secrets.token_hex(16)}
+CLUSTER_ENV = RAY_CLUSTER_ENV
 NODE = {"num_cpus": 1, "node_ip_address": "127.0.0.1"}
 #: A node whose raylet died is declared dead after about 3 s instead of Ray's default 30 s.
 FAST_NODE_DEATH = {"health_check_period_ms": 1000, "health_check_timeout_ms": 1000, "health_check_failure_threshold": 3}
