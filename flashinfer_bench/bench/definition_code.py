@@ -93,6 +93,8 @@ def required_init_axes(definition: Definition) -> list[str]:
     """The arguments the definition's ``init`` takes without a default (its var axes, as FlashInfer writes it):
     what a workload generated from ``init`` must choose."""
     parameters = inspect.signature(load_function(definition, "init")).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):  # a dispatching init: it takes every axis
+        return definition.workload_axes
     return [name for name, p in parameters.items() if name not in INIT_KNOBS and p.default is p.empty
             and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
@@ -102,6 +104,10 @@ def workload_from_init(definition: Definition, axes: Mapping[str, int], *, seed:
     """A workload for a definition that has none: ``init`` is run once with ``axes`` and the workload binds the
     axes its tensors show (it derives some itself), with every input left to ``init`` (drawn afresh, from the
     run's seeds, whenever the workload runs). The uuid is a digest of the definition's name and the axes."""
+    not_axes = [name for name in required_init_axes(definition) if name not in definition.axes]
+    if not_axes:
+        raise DefinitionCodeError(f"the init of {definition.name} needs {not_axes}, which are not axes of the "
+                                  "definition, so no workload can give them")
     made = run_init(definition, axes, seed, device)
     found = dict(made.axes)
     if any(axis not in found for axis in definition.workload_axes) and reference_problem(definition) is None:
@@ -125,8 +131,10 @@ def run_init(definition: Definition, axes: Mapping[str, int], seed: int, device:
     function = load_function(definition, "init")
     parameters = inspect.signature(function).parameters
     known = {**definition.const_axes, **axes}
-    arguments = {name: int(value) for name, value in known.items() if name in parameters}
-    arguments.update({knob: value for knob, value in (("device", device), ("seed", seed)) if knob in parameters})
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+    arguments = {name: int(value) for name, value in known.items() if takes_any or name in parameters}
+    arguments.update({knob: value for knob, value in (("device", device), ("seed", seed))
+                      if takes_any or knob in parameters})
     missing = [name for name, p in parameters.items() if p.default is p.empty and name not in arguments
                and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if missing:

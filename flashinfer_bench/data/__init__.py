@@ -1,7 +1,7 @@
 """The trace-set file format: definitions, solutions, workloads and traces, as pydantic models."""
 
 from flashinfer_bench.data.definition import Axis, ConstAxis, Definition, TensorSpec, VarAxis
-from flashinfer_bench.data.dtypes import DType
+from flashinfer_bench.data.dtypes import DType, OpenDType
 from flashinfer_bench.data.errors import TraceSetError
 from flashinfer_bench.data.json_files import (
     append_jsonl_file,
@@ -45,6 +45,7 @@ __all__ = [
     "EvaluationStatus",
     "Language",
     "InputSpec",
+    "OpenDType",
     "Performance",
     "RandomInput",
     "SafetensorsInput",

@@ -236,6 +236,11 @@ class Definition(_Recorded):
         return _flashinfer_tag(self.tags)
 
     @property
+    def status(self) -> str | None:
+        """FlashInfer's verdict on its own template (its ``status:`` tag: ``verified``, ``experimental``)."""
+        return next((tag.removeprefix("status:") for tag in self.tags if tag.startswith("status:")), None)
+
+    @property
     def in_place_outputs(self) -> list[str]:
         """Outputs named like an input: the call writes them into that input (FlashInfer's in-place APIs)."""
         return [name for name in self.outputs if name in self.inputs]
