@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,8 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 REMOVE_ATTEMPTS = 50
 REMOVE_INTERVAL_S = 0.02
 _names = itertools.count()
+#: Names of the cgroups this module makes: the pid of the process that made them, then a counter.
+NAME = re.compile(r"fib-worker-(\d+)-\d+")
 
 
 def _own_path(controller: str) -> str | None:
@@ -36,6 +39,27 @@ def _own_path(controller: str) -> str | None:
         if controllers.split(",") == [controller] or (controller == "" and controllers == ""):
             return path
     return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _sweep(parent: Path) -> None:
+    """Remove the cgroups a process that is gone left under ``parent`` (a CLI that was killed could not): only
+    empty ones go (rmdir refuses the others)."""
+    with contextlib.suppress(OSError):
+        for entry in parent.iterdir():
+            match = NAME.fullmatch(entry.name)
+            if match and not _alive(int(match.group(1))):
+                with contextlib.suppress(OSError):
+                    entry.rmdir()
 
 
 def _counter(path: Path, key: str) -> int:
@@ -85,6 +109,7 @@ class WorkerCgroup:
         pids_dir = CGROUP_ROOT / "pids" / pids.lstrip("/") / name
         memory_dir = CGROUP_ROOT / "memory" / memory.lstrip("/") / name
         for directory in (pids_dir, memory_dir):
+            _sweep(directory.parent)
             directory.mkdir()
             made.append(directory)
         if limits.processes is not None:
@@ -105,6 +130,7 @@ class WorkerCgroup:
         if not {"pids", "memory"} <= set(delegated):
             return None
         directory = parent / name
+        _sweep(parent)
         directory.mkdir()
         made.append(directory)
         if limits.processes is not None:

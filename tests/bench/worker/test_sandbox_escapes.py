@@ -283,3 +283,21 @@ def test_the_address_space_limit_makes_a_large_allocation_fail_with_its_name():
     (report,), exitcode = run(SandboxPolicy(limits=limits), attack)
     assert exitcode == 0
     assert report == {"allocated": False, "note": "the worker ran into its address space limit (4 GiB)"}
+
+
+def test_cgroups_left_by_a_killed_cli_are_removed_by_the_next(cgroup):
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    left = [directory.parent / f"fib-worker-{gone.pid}-0" for directory in cgroup.directories]
+    for directory in left:
+        directory.mkdir()
+    fresh = WorkerCgroup.create(cgroup.limits)
+    try:
+        assert fresh is not None and not any(directory.exists() for directory in left)
+        assert all(directory.exists() for directory in cgroup.directories)  # ours: its process still runs
+    finally:
+        if fresh is not None:
+            fresh.remove()
+        for directory in left:
+            if directory.exists():
+                directory.rmdir()

@@ -23,7 +23,7 @@ LIMIT_ERRNOS = {errno.EMFILE: "open_files", errno.EFBIG: "file_size_bytes"}
 
 
 def _size(value: int) -> str:
-    return f"{value / GIB:g} GiB" if value >= GIB else f"{value / MIB:g} MiB"
+    return f"{value / GIB:.3g} GiB" if value >= GIB else f"{value / MIB:.3g} MiB"
 
 
 @dataclass(frozen=True)
