@@ -83,8 +83,8 @@ def unsandboxed_worker(conn, device: str, scratch) -> None:
     from flashinfer_bench.bench.wire.judge_worker import JudgeChannel
     from flashinfer_bench.bench.worker.main import WireExchange, Worker
 
-    for owner, name in ((Harness, "_ship_if_asked"), (Harness, "inputs"), (Harness, "call"), (Slot, "write"),
-                        (WireExchange, "done"), (WireExchange, "ship_asked"), (WireExchange, "shipped")):
+    for owner, name in ((Harness, "_ship"), (Harness, "inputs"), (Harness, "call"), (Slot, "write"),
+                        (WireExchange, "more"), (WireExchange, "ran"), (WireExchange, "shipped")):
         timed_method(owner, name)
     try:
         Worker(JudgeChannel(conn), device, scratch, scratch).serve("none (benchmark)")
@@ -168,18 +168,18 @@ def remote_ms_per_evaluation(ctx: EvaluationContext, evaluations: int, sandboxed
 
 
 def _echo(conn) -> None:
-    from flashinfer_bench.bench.wire.judge_worker import Done, JudgeChannel, Next
+    from flashinfer_bench.bench.wire.judge_worker import JudgeChannel, Next, Ran
 
     channel = JudgeChannel(conn)
     while isinstance(channel.receive(), Next):
-        channel.send(Done(index=0))
+        channel.send(Ran(count=1))
 
 
 def channel_round_trip_us(trips: int = 2000) -> float:
     """One request and answer over the judge-worker channel (wire/judge_worker.py) between two processes."""
     import multiprocessing
 
-    from flashinfer_bench.bench.wire.judge_worker import Done, Next, Stop, WorkerChannel
+    from flashinfer_bench.bench.wire.judge_worker import Next, Ran, Stop, WorkerChannel
 
     context = multiprocessing.get_context("fork")
     mine, theirs = context.Pipe()
@@ -188,8 +188,8 @@ def channel_round_trip_us(trips: int = 2000) -> float:
     channel = WorkerChannel(mine)
     start = time.perf_counter()
     for _ in range(trips):
-        channel.send(Next(seed=12345678901234))
-        channel.receive(Done)
+        channel.send(Next(seeds=[12345678901234]))
+        channel.receive(Ran)
     elapsed = time.perf_counter() - start
     channel.send(Stop())
     echo.join()

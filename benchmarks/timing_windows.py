@@ -1,10 +1,10 @@
-"""Per timing session of one solution, in-process: its claim, the judge's windows, and the timer's lead-in.
+"""Per timing session of one solution, in-process: its claim, the judge's rounds, and the timer's lead-in.
 
 Builds the named solution of a trace set (the example set by default) and times it on each of its definition's
 workloads in turn (as one persistent worker runs them), in ``--sessions`` sessions each, as an evaluation does
-(``LocalSolution``: the harness in this process, a fresh seed per call, the judge's clock), and prints for each session the claimed median, the median and largest window of the
-timed calls, the warm-up calls' windows, every lengthening of the lead-in (host lateness and the extra lead-in
-it led to), and whether the judge believed the claim. For host-bound solutions, whose windows hold far more
+(``LocalSolution``: the harness in this process, a fresh seed per call, the judge's clock), and prints for each
+session the claimed median, each round's calls and wall time per call (warm-up rounds first), every lengthening
+of the lead-in (host lateness and the extra lead-in it led to), and whether the judge believed the claim. For host-bound solutions, whose windows hold far more
 than their kernels (docs/security.md).
 
     python3 benchmarks/timing_windows.py SOLUTION [--trace-set DIR] [--sessions 3]
@@ -66,10 +66,9 @@ def main() -> None:
             for _ in schedule.picked_inputs():  # the judge's own draw times, as judge_picked takes them
                 pass
             judged = schedule.latency(claim, floor)
-            windows = schedule.wall_ms[cfg.warmup_runs:]
-            print(f"  session {session}: claim {statistics.median(claim.samples_ms):.4f} ms; windows median "
-                  f"{statistics.median(windows):.4f} ms, max {max(windows):.3f}; warm-up windows "
-                  f"{' '.join(f'{w:.2f}' for w in schedule.wall_ms[:cfg.warmup_runs])}; lead-in lengthened (late "
+            rounds = " ".join(f"{r.calls}x{r.wall_ms / r.calls:.3f}" for r in schedule.rounds)
+            print(f"  session {session}: claim {statistics.median(claim.samples_ms):.4f} ms; rounds (calls x ms "
+                  f"per call) {rounds}; lead-in lengthened (late "
                   f"us, extra us) {[(round(a / 1e3, 1), round(b / 1e3, 1)) for a, b in lengthened]}; recorded "
                   f"{judged.latency_ms:.4f} ms{'' if judged.samples_ms else ' (claim not believed)'}")
 

@@ -78,8 +78,8 @@ def phased_worker(conn, device: str, scratch) -> None:
 
     for owner, name, label in (
         (harness.Harness, "time", None), (harness.Harness, "call", "harness call"), (harness.Harness, "inputs", None),
-        (harness.Harness, "outputs", None), (harness, "take_values", None), (harness, "modified_inputs", None),
-        (harness, "clone_inputs", None), (WireExchange, "done", None), (WireExchange, "ship_asked", None),
+        (harness.Harness, "outputs", None), (harness, "kept_copy", None), (harness, "take_values", None), (harness, "modified_inputs", None),
+        (harness, "clone_inputs", None), (WireExchange, "more", None), (WireExchange, "ran", None),
         (WireExchange, "shipped", None), (Slot, "write", None), (lead_in, "spin", None), (TimedCall, "call", None),
         (torch.cuda, "synchronize", None), (cupti_timer._Session, "_set_enabled", None),
         (cupti_timer._Session, "_buffer_completed", None), (cupti_timer, "bucket_iterations", None),

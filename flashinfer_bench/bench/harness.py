@@ -1,5 +1,5 @@
 """The solution's side of an evaluation: draw the inputs from a seed, call the solution, put its outputs'
-bytes in the judge's buffer, and run the timing loop with the judge deciding every step.
+bytes in the judge's buffer, and run the timing loop on the seeds the judge hands out a round at a time.
 
 This code runs in the solution's process, so a solution can change any of it: nothing it reports is trusted
 for a verdict. It is written for honest solutions (a clear INCORRECT_SHAPE rather than garbage bytes), and so
@@ -10,6 +10,7 @@ the outputs as bytes of the types it expects, and checks the timed calls it pick
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -44,21 +45,19 @@ def seeded(seed: int, device: str) -> Iterator[None]:
 
 
 class Exchange(Protocol):
-    """The judge's side of the timing loop, as the harness sees it. Seeds come one call ahead: the answer to
-    call i's ``done`` carries the seed of call i + 2, so that the harness draws call i + 1's inputs while the
-    judge answers."""
+    """The judge's side of the timing loop, as the harness sees it: seeds come a round at a time, asked for when
+    the harness needs them; when a round's calls have all ended the judge may ask for the kept outputs of some of
+    them (judge/schedule.py)."""
 
-    def done(self, index: int) -> None:
-        """Call ``index`` has finished (the judge's answer is read by ``ship_asked``)."""
+    def more(self) -> list[int]:
+        """The next round's seeds."""
 
-    def ship_asked(self) -> bool:
-        """The judge's answer to the last ``done``: True asks for that call's outputs in the buffer."""
+    def ran(self, count: int) -> list[int]:
+        """Every call before ``count`` has ended; returns the indices of the calls of that round whose outputs the
+        judge asks for, in order."""
 
-    def shipped(self, index: int) -> None:
-        """The outputs of call ``index`` are in the buffer."""
-
-    def next_seed(self) -> int:
-        """The seed the judge's last answer carried: that of the call after the next one."""
+    def shipped(self, indices: list[int]) -> None:
+        """The outputs of calls ``indices`` are in the buffer, one after the other."""
 
 
 @dataclass
@@ -108,37 +107,52 @@ class Harness:
         slot.write(offset, [live[names.index(name)] for name in return_inputs])
         return modified_inputs(names, pristine, live)
 
-    def time(self, iterations: int, warmup: int, seeds: tuple[int, int], exchange: Exchange,
-             slot: Slot) -> TimingClaim:
-        """The timing loop: every call on fresh inputs (``seeds``: the first two calls'; the judge's answer to
-        each call carries the seed of the call after the next), drawn outside the timed span, and after every
-        call the judge may ask for its outputs."""
+    def time(self, iterations: int, warmup: int, seeds: Sequence[int], exchange: Exchange,
+             slot: Slot, *, keep_outputs: bool = True) -> TimingClaim:
+        """The timing loop: every call on fresh inputs, drawn outside the timed span from the seeds the judge hands
+        out a round at a time (``seeds``: the first round's). A round's end is reported as soon as its last call's
+        work has finished, before the timer works on its samples. With ``keep_outputs`` (unless the judge never
+        asks for outputs), every call's outputs are kept until its round has ended, for the judge to ask for any."""
         from flashinfer_bench.testing import bench_gpu_time_detailed
 
         live = self.inputs(seeds[0])
-        upcoming = seeds[1]
+        upcoming = deque(seeds[1:])
         timed = TimedCall(self.callee, self.definition, self.workload, live, self.device)
+        kept: list[tuple[Any, ...]] = []
         setup_ms: list[float] = []
-        begun = 0
+        begun = reported = 0
+
+        def end_round() -> None:
+            nonlocal reported
+            picked = exchange.ran(begun)
+            if picked:
+                self._ship([kept[index - reported] for index in picked], slot)
+                exchange.shipped(picked)
+            kept.clear()
+            reported = begun
 
         def before_each(_: int) -> None:
-            nonlocal begun, upcoming
+            nonlocal begun
             if begun:
-                exchange.done(begun - 1)
-                drawn = self.inputs(upcoming)  # while the judge answers
-                self._ship_if_asked(begun - 1, timed.latest, exchange, slot)
-                upcoming = exchange.next_seed()
-                take_values(live, drawn)
+                if not upcoming:
+                    upcoming.extend(exchange.more())
+                take_values(live, self.inputs(upcoming.popleft()))
                 if timed.has_setup:
                     elapsed = self._clocked(timed.set_up)
                     if begun >= warmup:
                         setup_ms.append(elapsed)
             begun += 1
 
+        def after_each(_: int) -> None:
+            if keep_outputs:
+                kept.append(kept_copy(timed.latest))
+            if not upcoming:
+                end_round()
+
         result = bench_gpu_time_detailed(timed.call, num_iters=iterations, dry_run_iters=warmup, device=self.device,
-                                         before_each=before_each)
-        exchange.done(begun - 1)
-        self._ship_if_asked(begun - 1, timed.latest, exchange, slot)
+                                         before_each=before_each, after_each=after_each)
+        if reported < begun:
+            end_round()
         return TimingClaim([float(s) for s in result.samples_ms], result.method, setup_ms, result.cache_policy,
                            result.cuda_graph)
 
@@ -150,17 +164,22 @@ class Harness:
             torch.cuda.synchronize(self.device)
         return (time.perf_counter() - start) * 1e3
 
-    def _ship_if_asked(self, index: int, latest: Callable[[], tuple[Any, ...]], exchange: Exchange,
-                       slot: Slot) -> None:
-        """Call ``index`` was reported done (the timing API runs ``before_each`` once the previous call's work
-        has finished, and returns once the last one's has); ship its outputs if the judge asks for them."""
-        if exchange.ship_asked():
-            try:
-                outputs = latest()
-            except OutputCountError as exc:
-                raise CallFailed(EvaluationStatus.INCORRECT_SHAPE, str(exc)) from None
+    def _ship(self, calls: list[tuple[Any, ...]], slot: Slot) -> None:
+        """Put these calls' kept outputs in the buffer, one after the other (each call's timer step ran once its
+        work had finished, so they are complete)."""
+        offset = 0
+        for outputs in calls:
             mismatch = output_mismatch(outputs, self.layouts, self.device)
             if mismatch is not None:
                 raise CallFailed(*mismatch)
-            slot.write(0, outputs)
-            exchange.shipped(index)
+            offset = slot.write(offset, outputs)
+
+
+def kept_copy(latest: Callable[[], tuple[Any, ...]]) -> tuple[Any, ...]:
+    """A copy of the latest call's outputs that later calls cannot overwrite (a destination-passing call reuses
+    its buffers; a value-returning one may return the same tensor every time)."""
+    try:
+        outputs = latest()
+    except OutputCountError as exc:
+        raise CallFailed(EvaluationStatus.INCORRECT_SHAPE, str(exc)) from None
+    return tuple(value.clone() if isinstance(value, torch.Tensor) else value for value in outputs)

@@ -82,6 +82,7 @@ def bench_gpu_time_detailed(
     target_ci_pct: float | None = None,
     time_budget_s: float | None = None,
     before_each: Step | None = None,
+    after_each: Step | None = None,
 ) -> TimingResult:
     """Time ``fn(*args, **kwargs)`` and return every sample with the conditions it was taken under.
 
@@ -100,13 +101,16 @@ def bench_gpu_time_detailed(
         before_each: untimed work before each dry run and each sample, given its index (samples count from 0
             again after the dry runs); on a GPU it runs once the previous call's work has finished, and is
             queued ahead of the lead-in, outside the sample. The evaluators use it to give the same tensors new
-            input values between timed calls, and to report each call done to the judge.
+            input values between timed calls.
+        after_each: untimed work after each dry run and each sample, given its index, once its work has
+            finished (on a GPU, side streams included) and before the timer works on the samples. The evaluators
+            use it to keep each call's outputs and to tell the judge when a round of calls has ended.
     """
     options = TimingOptions(enable_cupti=enable_cupti, num_iters=num_iters, dry_run_iters=dry_run_iters,
                             cold_l2_cache=cold_l2_cache, rotate_buffers=rotate_buffers,
                             use_cuda_graph=use_cuda_graph, target_ci_pct=target_ci_pct,
                             time_budget_s=time_budget_s)
-    return time_callable(fn, args, kwargs, options, device=device, before_each=before_each)
+    return time_callable(fn, args, kwargs, options, device=device, before_each=before_each, after_each=after_each)
 
 
 def time_callable(
@@ -117,14 +121,15 @@ def time_callable(
     *,
     device: str | int | torch.device | None = None,
     before_each: Step | None = None,
+    after_each: Step | None = None,
 ) -> TimingResult:
     """``bench_gpu_time_detailed`` with its options in one object."""
     call_kwargs = dict(kwargs or {})
     dev = resolve_device(device, args, call_kwargs)
     if dev.type == "cuda":
         with torch.cuda.device(dev):
-            return _time_cuda(fn, tuple(args), call_kwargs, dev, options, before_each)
-    return _time_host(fn, tuple(args), call_kwargs, dev, options, before_each)
+            return _time_cuda(fn, tuple(args), call_kwargs, dev, options, before_each, after_each)
+    return _time_host(fn, tuple(args), call_kwargs, dev, options, before_each, after_each)
 
 
 def _then(first: Step | None, second: Step) -> Step:
@@ -150,6 +155,7 @@ def _time_host(
     dev: torch.device,
     options: TimingOptions,
     before_each: Step | None,
+    after_each: Step | None,
 ) -> TimingResult:
     notes: list[str] = []
     if options.cold:
@@ -166,7 +172,9 @@ def _time_host(
     for i in range(options.dry_run_iters):
         prepare(i)
         body(i)
-    sampler = _IndexedBatches(lambda indices: measure_host(prepare, body, indices))
+        if after_each is not None:
+            after_each(i)
+    sampler = _IndexedBatches(lambda indices: measure_host(prepare, body, indices, after_each))
     outcome = sample_until(sampler, options.num_iters, options.target_ci_pct, options.time_budget_s)
     return _finish(outcome, options, notes, method=HOST_CLOCK, dev=dev, policy=WARM)
 
@@ -235,6 +243,7 @@ def _time_cuda(
     dev: torch.device,
     options: TimingOptions,
     before_each: Step | None,
+    after_each: Step | None,
 ) -> TimingResult:
     notes: list[str] = []
     method, cupti = choose_method(options.enable_cupti, notes)
@@ -244,7 +253,8 @@ def _time_cuda(
         call_args, call_kwargs = arg_sets[k % len(arg_sets)]
         fn(*call_args, **call_kwargs)
 
-    steps = SampleSteps(lead_in=lead_in_step(dev, flush=policy == FLUSH_L2), body=call, setup=before_each)
+    steps = SampleSteps(lead_in=lead_in_step(dev, flush=policy == FLUSH_L2), body=call, setup=before_each,
+                        after=after_each)
     sampler = CudaSampler(method, cupti, steps, 1, dev, notes)
     # Eager calls: the dry runs and every batch share one switch of CUPTI's tracing (a graph is captured
     # untraced).
@@ -263,7 +273,7 @@ def _time_cuda(
             else:
                 graph.replay()
                 torch.cuda.synchronize(dev)
-                sampler.steps = SampleSteps(steps.lead_in, lambda _: graph.replay(), steps.setup)
+                sampler.steps = SampleSteps(steps.lead_in, lambda _: graph.replay(), steps.setup, steps.after)
                 sampler.calls, graphed = calls, True
 
         clocks_before = sm_clock_mhz(dev)

@@ -71,7 +71,8 @@ class CudaSampler:
                     self.notes,
                 )
                 self.method = CUDA_EVENTS
-        return [t / self.calls for t in measure_events(steps.lead_in, steps.body, indices, self.dev, setup=steps.setup)]
+        return [t / self.calls for t in measure_events(steps.lead_in, steps.body, indices, self.dev, setup=steps.setup,
+                                                          after=steps.after)]
 
     def warm_up(self, count: int, *, traced: bool) -> None:
         """The ``count`` dry runs. Under CUPTI, when ``traced`` (eager calls: a graph's replay has no host work
@@ -92,8 +93,11 @@ class CudaSampler:
         for i in range(count):
             self.steps.prepare(i)
             self.steps.body(i)
-            if self.steps.setup is not None:  # the next setup runs once this call's work has finished
+            if self.steps.setup is not None or self.steps.after is not None:
+                # The next setup, and this call's after, run once this call's work has finished.
                 torch.cuda.synchronize(self.dev)
+                if self.steps.after is not None:
+                    self.steps.after(i)
         torch.cuda.synchronize(self.dev)
 
     def _trace(self, indices: range) -> list[IterationSpan]:
@@ -112,7 +116,7 @@ class CudaSampler:
         launch-gap estimate updated from what it observed."""
         spans = measure_cupti(self.cupti, extended(self.steps.lead_in, self.extra_lead_in_ns), self.steps.body,
                               indices, self.dev, setup=self.steps.setup, launch_ns=self.launch_ns,
-                              device_launch_ns=self.device_launch_ns)
+                              device_launch_ns=self.device_launch_ns, after=self.steps.after)
         observed = [s.launch_gap_ns for s in spans if s is not None and s.launch_gap_ns is not None]
         if observed:
             self.launch_ns = statistics.median(observed)

@@ -142,20 +142,22 @@ class _Session:
         setup: Step | None = None,
         launch_ns: float | None = None,
         device_launch_ns: int | None = None,
+        after: Step | None = None,
     ) -> list[IterationSpan | None]:
         """Run the samples with tracing on and return each one's GPU span (``launch_ns``, ``device_launch_ns``:
         bucket_iterations)."""
-        windows, api, gpu = self._record(prepare, body, indices, device, setup)
+        windows, api, gpu = self._record(prepare, body, indices, device, setup, after)
         if not api:
             # Not even the synchronize calls came back: another CUPTI client in this process replaced our
             # buffer callbacks or finalized CUPTI (FlashInfer's own bench_gpu_time ends with
             # cupti.finalize()). Register them again and measure once more.
             self.register()
-            windows, api, gpu = self._record(prepare, body, indices, device, setup)
+            windows, api, gpu = self._record(prepare, body, indices, device, setup, after)
         return bucket_iterations(windows, api, gpu, launch_ns, device_launch_ns)
 
     def _record(
-        self, prepare: Step, body: Step, indices: range, device: torch.device, setup: Step | None
+        self, prepare: Step, body: Step, indices: range, device: torch.device, setup: Step | None,
+        after: Step | None
     ) -> tuple[list[SampleWindow], list[ApiRecord], list[GpuRecord]]:
         """Run the samples with tracing on: their host windows and the records CUPTI delivered."""
         cupti = self.cupti
@@ -183,6 +185,8 @@ class _Session:
                 # Wait for everything, side streams included, so the next lead-in cannot overlap it.
                 torch.cuda.synchronize(device)
                 windows.append(SampleWindow(lead_in, body_start, body_end))
+                if after is not None:
+                    after(i)
         finally:
             if not self.holding:
                 self._set_enabled(False)
@@ -231,9 +235,11 @@ def measure_cupti(
     setup: Step | None = None,
     launch_ns: float | None = None,
     device_launch_ns: int | None = None,
+    after: Step | None = None,
 ) -> list[IterationSpan | None]:
     """GPU span of each sample from CUPTI kernel records; None for a sample that ran no GPU work. ``setup(i)``
     runs before ``prepare(i)``, outside the sample's window, after the previous sample's work has finished;
     ``launch_ns`` is the launch-processing estimate for a batch that observes none, ``device_launch_ns`` the
-    device's measured figure that replaces observation (cupti_records.py)."""
-    return session(cupti).trace(prepare, body, indices, device, setup, launch_ns, device_launch_ns)
+    device's measured figure that replaces observation (cupti_records.py); ``after(i)`` runs once sample i's work
+    has finished."""
+    return session(cupti).trace(prepare, body, indices, device, setup, launch_ns, device_launch_ns, after)

@@ -13,12 +13,13 @@ from .steps import Step
 
 
 def measure_events(prepare: Step, body: Step, indices: range, device: torch.device, *,
-                   setup: Step | None = None) -> list[float]:
+                   setup: Step | None = None, after: Step | None = None) -> list[float]:
     """Elapsed time between events recorded just before and just after ``body(i)``, ms.
 
     Every sample is queued before a single synchronize, so the host never stalls the GPU between samples;
     ``prepare(i)`` (e.g. an L2 flush) is queued on the same stream before the start event. With a ``setup``,
-    each ``setup(i)`` runs first, once the previous sample's work has finished (it waits for it).
+    each ``setup(i)`` runs first, once the previous sample's work has finished (it waits for it); with an
+    ``after``, each ``after(i)`` runs once sample i's work has finished.
     """
     stream = torch.cuda.current_stream(device)
     pairs: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
@@ -33,5 +34,8 @@ def measure_events(prepare: Step, body: Step, indices: range, device: torch.devi
         body(i)
         end.record(stream)
         pairs.append((start, end))
+        if after is not None:
+            torch.cuda.synchronize(device)
+            after(i)
     torch.cuda.synchronize(device)
     return [start.elapsed_time(end) for start, end in pairs]

@@ -155,6 +155,23 @@ def test_setup_runs_before_each_sample_and_is_never_counted(fresh_session):
     assert fake.enabled == set()
 
 
+def test_after_runs_once_each_sample_has_finished_and_is_never_counted(fresh_session):
+    fake = FakeCupti()
+    order = []
+
+    def body(i):
+        order.append(("body", i))
+        fake.launch(1_000_000 * (i + 1), 1_000_000 * (i + 1) + 5_000)
+
+    def after(i):
+        order.append(("after", i))
+        fake.launch(1_000_000 * (i + 1) + 10_000, 1_000_000 * (i + 1) + 90_000)  # e.g. keeping a copy of outputs
+
+    spans = cupti_timer.measure_cupti(fake, lambda i: None, body, range(2), torch.device("cpu"), after=after)
+    assert order == [("body", 0), ("after", 0), ("body", 1), ("after", 1)]
+    assert [s.activities for s in spans] == [1, 1]  # the copies are in no sample
+
+
 def test_only_calls_that_put_work_on_the_gpu_leave_api_records(fresh_session):
     fake = FakeCupti()
     switched_off_while_measuring = []
@@ -321,7 +338,7 @@ def test_sampler_lengthens_the_lead_in_while_the_host_is_late_and_carries_the_la
     early = IterationSpan(0, 10_000, 1, 5_000, 6_000, launch_gap_ns=1_000)
     calls = []
 
-    def measure(cupti, prepare, body, indices, dev, *, setup=None, launch_ns=None, device_launch_ns=None):
+    def measure(cupti, prepare, body, indices, dev, *, setup=None, launch_ns=None, device_launch_ns=None, after=None):
         prepare(0)
         calls.append(launch_ns)
         return [late] * 4 if len(calls) == 1 else [early] * 3 + [late]
@@ -349,7 +366,7 @@ def test_traced_dry_runs_size_the_first_lead_in(monkeypatch):
     dry = [span(500_000), span(20_000), span(30_000), span(20_000)] + [span(0)] * 6
     batches = []
 
-    def measure(cupti, prepare, body, indices, dev, *, setup=None, launch_ns=None, device_launch_ns=None):
+    def measure(cupti, prepare, body, indices, dev, *, setup=None, launch_ns=None, device_launch_ns=None, after=None):
         batches.append((len(indices), launch_ns))
         return dry if len(batches) == 1 else [span(0)] * len(indices)
 
@@ -404,7 +421,7 @@ def test_sampler_falls_back_to_events_when_cupti_fails(monkeypatch, caplog):
         raise CuptiUnavailable("CUPTI could not trace (boom). Falling back to CUDA events.")
 
     monkeypatch.setattr(cuda_sampler, "measure_cupti", broken)
-    monkeypatch.setattr(cuda_sampler, "measure_events", lambda prepare, body, indices, dev, setup=None: [3.0] * len(indices))
+    monkeypatch.setattr(cuda_sampler, "measure_events", lambda prepare, body, indices, dev, setup=None, after=None: [3.0] * len(indices))
     monkeypatch.setattr(notices, "_already_logged", set())
     notes = []
     sampler = cuda_sampler.CudaSampler(CUPTI, object(), NO_STEPS, 3, torch.device("cpu"), notes)
@@ -415,7 +432,7 @@ def test_sampler_falls_back_to_events_when_cupti_fails(monkeypatch, caplog):
 
 def test_sampler_falls_back_when_cupti_sees_no_gpu_work(monkeypatch):
     monkeypatch.setattr(cuda_sampler, "measure_cupti", lambda *a, **k: [None, None])
-    monkeypatch.setattr(cuda_sampler, "measure_events", lambda prepare, body, indices, dev, setup=None: [0.5] * len(indices))
+    monkeypatch.setattr(cuda_sampler, "measure_events", lambda prepare, body, indices, dev, setup=None, after=None: [0.5] * len(indices))
     notes = []
     sampler = cuda_sampler.CudaSampler(CUPTI, object(), NO_STEPS, 1, torch.device("cpu"), notes)
     assert sampler(range(2)) == [0.5, 0.5]

@@ -24,6 +24,26 @@ def test_work_before_each_sample_is_not_counted_in_it():
     assert after_fill.median_ms < 1.5 * alone.median_ms + 0.002
 
 
+@pytest.mark.parametrize("enable_cupti", [True, False], ids=["cupti", "events"])
+def test_work_after_each_sample_runs_once_it_has_finished_and_is_not_counted(enable_cupti):
+    a = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
+    big = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+    results, finished = [], []
+
+    def call() -> None:
+        results.append(torch.matmul(a, a))
+
+    def after(_: int) -> None:  # the sample's work is done when it runs; the fill is in no sample
+        finished.append(torch.cuda.current_stream().query())
+        big.fill_(1)
+
+    alone = bench_gpu_time_detailed(call, num_iters=50, dry_run_iters=5, enable_cupti=enable_cupti)
+    with_after = bench_gpu_time_detailed(call, num_iters=50, dry_run_iters=5, enable_cupti=enable_cupti,
+                                         after_each=after)
+    assert len(finished) == 55 and all(finished)
+    assert with_after.median_ms < 1.5 * alone.median_ms + 0.002
+
+
 def test_a_pinned_buffer_takes_device_outputs_and_gives_them_back():
     slot = Slot.create(1 << 20)
     try:

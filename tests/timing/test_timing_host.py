@@ -46,6 +46,21 @@ def test_before_each_runs_before_every_call_and_is_not_timed():
     assert max(res.samples_ms) < 10.0  # the 20 ms sleeps are outside the timed span
 
 
+def test_after_each_runs_after_every_call_and_is_not_timed():
+    events = []
+
+    def after(i):
+        events.append(("after", i))
+        time.sleep(0.02)
+
+    res = bench_gpu_time_detailed(lambda: events.append("call"), num_iters=3, dry_run_iters=2, device="cpu",
+                                  before_each=lambda i: events.append(("before", i)), after_each=after)
+    dry = [("before", 0), "call", ("after", 0), ("before", 1), "call", ("after", 1)]
+    timed = [step for i in range(3) for step in (("before", i), "call", ("after", i))]
+    assert events == dry + timed
+    assert max(res.samples_ms) < 10.0  # the 20 ms sleeps are outside the timed span
+
+
 def test_args_kwargs_and_call_counts():
     calls = []
 

@@ -96,7 +96,8 @@ def time_reference(reference: Callee, ctx: EvaluationContext) -> ReferenceTiming
     medians, samples, conditions = [], [], {}
     handle = LocalSolution(ctx, reference)
     for session in range(ctx.config.num_trials):
-        claim = handle.time(ctx.config.iterations, ctx.config.warmup_runs, UncheckedSchedule(ctx, ("reference", session)))
+        schedule = UncheckedSchedule(ctx, ("reference", session), ctx.config.warmup_runs + ctx.config.iterations)
+        claim = handle.time(ctx.config.iterations, ctx.config.warmup_runs, schedule)
         medians.append(median(claim.samples_ms))
         samples += claim.samples_ms
         conditions = claim.conditions()

@@ -11,8 +11,10 @@ from flashinfer_bench.bench.judge.solution import SolutionHandle
 
 #: The calibration session: a no-op callee through the same harness, some of its calls picked for shipping; at
 #: most this many warm-up and timed calls, and no more than the evaluation's own (every call draws fresh inputs,
-#: which for gigabyte-sized inputs costs more than the rest of the call).
+#: which for gigabyte-sized inputs costs more than the rest of the call), in rounds of at most this many calls
+#: (the floor is the cheapest round's cost per call: TimedSchedule.floor).
 CALIBRATION_WARMUP, CALIBRATION_CALLS, CALIBRATION_PICK_PROBABILITY = 5, 30, 0.25
+CALIBRATION_ROUND_CALLS = 10
 
 
 def calibrate(ctx: EvaluationContext, noop: SolutionHandle) -> ClockFloor:
@@ -21,6 +23,7 @@ def calibrate(ctx: EvaluationContext, noop: SolutionHandle) -> ClockFloor:
     warmup = min(CALIBRATION_WARMUP, ctx.config.warmup_runs)
     calls = min(CALIBRATION_CALLS, ctx.config.iterations)
     schedule = TimedSchedule(ctx, ("calibration",), warmup, calls, CALIBRATION_PICK_PROBABILITY, noop.host_watch())
+    schedule.round_limit = max(1, min(schedule.round_limit, CALIBRATION_ROUND_CALLS, calls // 2))
     noop.time(calls, warmup, schedule)
     for _ in schedule.picked_inputs():  # the judge's own draw times, to subtract
         pass

@@ -20,10 +20,9 @@ class ClockFloor:
     """What the harness costs per call when the call does nothing (see ``calibrate``), in ms."""
 
     per_call_ms: float
-    """A call's window, less the judge's time to draw the inputs where they were drawn in it."""
+    """A call's share of its round's window, less the judge's time to draw its inputs."""
     ship_ms: float
-    """Outputs asked for to outputs shipped, less the judge's time to copy that many bytes and to draw the next
-    call's inputs (drawn meanwhile)."""
+    """Outputs asked for to outputs shipped, per call shipped, less the judge's time to copy that many bytes."""
 
 
 def synchronize(device: str) -> None:

@@ -50,30 +50,32 @@ class LocalSolution(SolutionHandle):
         return read_call_result(self.ctx, slot, repeat, return_inputs, wrote)
 
     def time(self, iterations: int, warmup: int, schedule: Schedule) -> TimingClaim:
-        slot = Slot(bytearray(call_slot_bytes(self.ctx, 1, ()) or 1))
-        ctx = self.ctx
+        per_call = call_slot_bytes(self.ctx, 1, ())
+        slot = Slot(bytearray(per_call * schedule.round_limit if schedule.picks_calls else 1))
+        layouts = output_layouts(self.ctx.definition, self.ctx.workload)
 
         class Direct:
             asked_at = 0.0
-            ship = False
 
-            def done(self, index: int) -> None:
-                self.ship = schedule.on_done(index)
+            def more(self) -> list[int]:
+                return schedule.next_round()
+
+            def ran(self, count: int) -> list[int]:
+                picked = schedule.on_ran(count)
                 self.asked_at = time.perf_counter()
+                return picked
 
-            def ship_asked(self) -> bool:
-                return self.ship
-
-            def shipped(self, index: int) -> None:
+            def shipped(self, indices: list[int]) -> None:
                 arrived_at = time.perf_counter()
-                tensors, _ = slot.read(0, output_layouts(ctx.definition, ctx.workload), "cpu")
-                schedule.on_shipped(index, tuple(tensors), self.asked_at, arrived_at)
-
-            def next_seed(self) -> int:
-                return schedule.next_seed()
+                outputs, offset = [], 0
+                for _ in indices:
+                    tensors, offset = slot.read(offset, layouts, "cpu")
+                    outputs.append(tuple(tensors))
+                schedule.on_shipped(outputs, indices, self.asked_at, arrived_at)
 
         try:
-            claim = self.harness.time(iterations, warmup, schedule.opening_seeds(), Direct(), slot)
+            claim = self.harness.time(iterations, warmup, schedule.opening_round(), Direct(), slot,
+                                      keep_outputs=schedule.picks_calls)
         except Exception as exc:  # noqa: BLE001 - solution code may raise anything
             raise failure_of(exc) from None
         schedule.finished()
@@ -81,27 +83,28 @@ class LocalSolution(SolutionHandle):
 
 
 class UncheckedSchedule:
-    """A timing loop's schedule for a trusted callee (the reference): a fresh seed for every call, no call picked,
-    no clock kept."""
+    """A timing loop's schedule for a trusted callee (the reference): a fresh seed for every call, all of a
+    session's planned calls in one round, no call picked, no clock kept."""
 
-    def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...]) -> None:
+    picks_calls = False
+
+    def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...], calls: int) -> None:
         self.ctx, self.purpose, self.issued = ctx, purpose, 0
+        self.round_limit = max(1, calls)
 
-    def _issue(self) -> int:
-        self.issued += 1
-        return self.ctx.seed_for(*self.purpose, self.issued - 1)
+    def opening_round(self) -> list[int]:
+        return self.next_round()
 
-    def opening_seeds(self) -> tuple[int, int]:
-        return self._issue(), self._issue()
+    def on_ran(self, count: int) -> list[int]:
+        return []
 
-    def on_done(self, index: int) -> bool:
-        return False
-
-    def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...], asked_at: float, arrived_at: float) -> None:
+    def on_shipped(self, outputs: Sequence[tuple[torch.Tensor, ...]], indices: Sequence[int], asked_at: float,
+                   arrived_at: float) -> None:
         raise AssertionError("an unchecked schedule asks for no outputs")
 
-    def next_seed(self) -> int:
-        return self._issue()
+    def next_round(self) -> list[int]:
+        first, self.issued = self.issued, self.issued + self.round_limit
+        return [self.ctx.seed_for(*self.purpose, index) for index in range(first, self.issued)]
 
     def finished(self) -> None:
         pass

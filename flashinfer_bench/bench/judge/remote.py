@@ -19,9 +19,10 @@ from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.judge_worker import (
     Call,
     Called,
-    Done,
+    More,
     NewSlot,
     Next,
+    Ran,
     Ship,
     Shipped,
     Time,
@@ -59,28 +60,35 @@ class RemoteSolution(SolutionHandle):
         return read_call_result(self.ctx, slot, repeat, return_inputs, list(called.wrote))
 
     def time(self, iterations: int, warmup: int, schedule: Schedule) -> TimingClaim:
-        slot = self.slots.at_least(call_slot_bytes(self.ctx, 1, ()))
+        per_call = call_slot_bytes(self.ctx, 1, ())
+        slot = self.slots.at_least(per_call * schedule.round_limit)
         layouts = output_layouts(self.ctx.definition, self.ctx.workload)
-        first, second = schedule.opening_seeds()
-        self.channel.send(Time(iterations=iterations, warmup=warmup, seed=first, next_seed=second))
+        self.channel.send(Time(iterations=iterations, warmup=warmup, seeds=schedule.opening_round()))
         while True:
-            message = self.channel.receive(Done, Timed)
+            message = self.channel.receive(Ran, More, Timed)
             if isinstance(message, Timed):
                 schedule.finished()
                 return TimingClaim(list(message.samples_ms), message.method, list(message.setup_ms),
                                    message.cache_policy, message.cuda_graph)
-            if schedule.on_done(message.index):
-                asked_at = time.perf_counter()
-                self.channel.send(Ship())
+            if isinstance(message, More):
+                self.channel.send(Next(seeds=schedule.next_round()))
+                continue
+            picked = schedule.on_ran(message.count)
+            asked_at = time.perf_counter()
+            self.channel.send(Ship(indices=picked))
+            if picked:
                 shipped = self.channel.receive(Shipped)
                 arrived_at = time.perf_counter()
-                if shipped.index != message.index:
-                    raise WorkerGone(f"the worker broke the protocol: shipped call {shipped.index}, not {message.index}")
+                if list(shipped.indices) != picked:
+                    raise WorkerGone(f"the worker broke the protocol: shipped calls {list(shipped.indices)[:8]}, "
+                                     f"not {picked[:8]}")
                 # Host copies only: the checks run after the loop, so the judge puts no work on the device
                 # between the solution's calls.
-                outputs, _ = slot.read(0, layouts, "cpu")
-                schedule.on_shipped(message.index, tuple(outputs), asked_at, arrived_at)
-            self.channel.send(Next(seed=schedule.next_seed()))
+                outputs, offset = [], 0
+                for _ in picked:
+                    tensors, offset = slot.read(offset, layouts, "cpu")
+                    outputs.append(tuple(tensors))
+                schedule.on_shipped(outputs, picked, asked_at, arrived_at)
 
 
 class SlotKeeper:

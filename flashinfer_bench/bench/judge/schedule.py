@@ -1,30 +1,36 @@
-"""The judge's side of a timing loop: a fresh seed per call, calls picked for checking after they ran, and the
-judge's own clock, which decides whether the latency the solution's process claims is believed.
+"""The judge's side of a timing loop: fresh seeds for every call, handed out in rounds; calls picked for checking
+after their round ran; and the judge's own clock, which decides whether the latency the solution's process claims
+is believed.
 
-Seeds go out one call ahead: the answer to call i's "done" carries the seed of call i + 2, so the worker draws
-call i + 1's inputs while the judge answers instead of after. The timer has to run in the solution's process
-(CUPTI sees only its own process), so the samples it reports are the solution's word: a GPU time. What the judge
-knows for itself: its clock split into one window per call, from hearing the previous call is done (or, for a
-picked call, having its outputs) to hearing this one is done, and, for a picked call, the time from asking for
-its outputs to having them. The windows cover all the worker's time but the judge's own answers, so whatever a
-call's work, it lies in some window: a solution that computes the next call's outputs ahead (it knows their
-seed) makes its own window longer by as much as the next one's is shorter, and can empty at most every other
-window, which leaves the median where it was. A picked call's outputs are checked against the reference on the
-same inputs. Less what the harness itself costs there (``floor``: measured by the judge on a callee that does
-nothing, in a worker no solution code was in yet, judge/calibration.py), the judge's own time to draw the same inputs
-(in a call's window, or in the previous call's shipping when that was picked), and its own time to copy that
-many output bytes, what is left is the solution's: host work and GPU work, which the judge cannot tell apart.
-So it disbelieves a claim only where no honest solution could have made it:
+A session is a series of rounds. The judge sends a round's seeds (one per call, never before the previous round
+has ended); the worker makes the round's calls back to back, each on fresh inputs drawn from its seed, keeps a copy
+of every call's outputs, and says when the round has ended; the judge then picks which of the round's calls to check
+and has their kept outputs shipped. A round costs one exchange with the judge however many calls it holds, so the
+harness's cost per call is the draw, the timer's own work and the copy kept (``ROUND_CALLS``, ``KEPT_BYTES``: a
+round holds fewer calls where outputs are large). Warm-up calls and timed calls never share a round.
 
-- more GPU time than a whole call takes on the judge's clock (impossible);
-- work when the outputs are asked for: an honest worker only copies them then (and draws the next call's
-  inputs, as the judge's own draw time accounts for). A shipping time beyond the
-  floor and ``SHIP_COPY_ALLOWANCE`` times the judge's own copy time (a median over the picked timed calls,
-  which the solution cannot tell in advance), by more than ``HOST_ALLOWANCE_MS`` and more than the claimed
-  time, is a solution that skipped the timed call and computed only what it had to ship;
-- a claimed median under ``PLAUSIBLE_FRACTION`` of the work left in a call's wall time, less
-  ``HOST_ALLOWANCE_MS`` (the host work an honest call may do around its kernels) and a margin for the clock's
-  noise.
+The timer has to run in the solution's process (CUPTI sees only its own process), so the samples it reports are
+the solution's word: a GPU time. What the judge knows for itself: each round's window on its clock, from sending
+the seeds to hearing the round has ended, and each shipment's, from asking for the picked calls' outputs to having
+them. The windows cover all the worker's time but the judge's own answers, and a round's seeds exist only once the
+previous round has ended, so whatever a call's work, it lies in its round's window or in a shipment: computing a
+call ahead needs its seed, and skipping a call that might be picked needs luck (the picks are made after the round,
+with ``probability`` each, unknown to the worker). A picked call's outputs are checked against the reference on
+the same inputs.
+
+Less what the harness itself costs there (``floor``: measured by the judge on a callee that does nothing, in a
+worker no solution code was in yet, judge/calibration.py), the judge's own time to draw the same inputs and its own
+time to copy that many output bytes, what is left is the solution's: host work and GPU work, which the judge
+cannot tell apart. So it disbelieves a claim only where no honest solution could have made it:
+
+- more GPU time in all the timed calls together than their rounds took on the judge's clock (impossible);
+- work when the outputs are asked for: an honest worker only copies them then. A shipment's time beyond the floor
+  and ``SHIP_COPY_ALLOWANCE`` times the judge's own copy time, per shipped call, by more than
+  ``HOST_ALLOWANCE_MS`` and more than the claimed time, is a solution that skipped calls and computed only what it
+  had to ship;
+- a claimed median (or mean) under ``PLAUSIBLE_FRACTION`` of the work per call left in the timed rounds' wall
+  time, less ``HOST_ALLOWANCE_MS`` (the host work an honest call may do around its kernels) and a margin for the
+  clock's noise.
 
 For the first two the judge's estimate of the work (wall and shipping) is recorded instead. A claim far below
 the work is raised to the least the judge believes (that fraction of the work, less the allowance and the
@@ -32,14 +38,14 @@ margin): a claim just above it would stand, so recording more would cost a liar 
 host-bound solution (a Python-heavy torch one: 1-2 ms of host work per call around 0.1 ms of kernels, seen on an
 H100) would see its latency jump between its claim and the whole window from one session to the next as its host
 time crosses the line; raised to the bound, it moves with its host time instead. Either way with a note in the
-trace's log.
+trace's log. docs/security.md states what these bounds allow per call size.
 """
 
 from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from statistics import median
 from typing import Any, Protocol
@@ -74,6 +80,10 @@ class PickedCallCheck(Protocol):
 #: whose outputs and reference outputs take at most this many bytes (the comparison's float64 copies of them take
 #: up to 4x that for 16-bit outputs).
 CHECK_GROUP_BYTES = 16 << 20
+#: A round holds at most this many calls, and at most as many as keep ``KEPT_BYTES`` of outputs (at least one):
+#: the worker keeps a copy of every call's outputs until the round's picks are shipped.
+ROUND_CALLS = 100
+KEPT_BYTES = 128 << 20
 #: A claimed latency under this fraction of the work left in a call's wall time, less the host allowance and the
 #: margin, is not believed.
 PLAUSIBLE_FRACTION = 0.5
@@ -83,16 +93,21 @@ HOST_ALLOWANCE_MS = 0.5
 MARGIN_MS = 0.05
 FLOOR_SHARE_OF_MARGIN = 0.5
 ESTIMATE_SHARE_OF_MARGIN = 0.25
-#: An honest shipping takes at most the floor plus this many times the judge's own copy of the bytes (a
-#: worker's copy may go through pageable memory); more than that, by more than the host allowance and the
+#: An honest shipment takes at most the floor plus this many times the judge's own copy of the bytes per shipped
+#: call (a worker's copy may go through pageable memory); more than that, by more than the host allowance and the
 #: claimed time, is work done while shipping.
 SHIP_COPY_ALLOWANCE = 4.0
-#: A claim above the median wall time of a call (its window: previous call done to done) by more than this is
-#: impossible.
+#: Claims summing to more than the timed rounds' wall time by this factor and this much per call are impossible.
 IMPOSSIBLE_FACTOR, IMPOSSIBLE_SLACK_MS = 1.05, 0.05
 #: A session in which the host held up the calls or the judge for more than this share of the time says so in
 #: the trace's log (the clock was corrected for it: judge/clock.py HostWatch).
 NOTED_BUSY_FRACTION = 0.1
+
+
+def round_calls(ctx: EvaluationContext) -> int:
+    """How many calls a round of this evaluation holds at most (see ``KEPT_BYTES``)."""
+    size = total_bytes(output_layouts(ctx.definition, ctx.workload))
+    return max(1, min(ROUND_CALLS, KEPT_BYTES // max(size, 1)))
 
 
 @dataclass
@@ -100,54 +115,115 @@ class PickedCall:
     index: int
     seed: int
     outputs: tuple[torch.Tensor, ...]
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round on the judge's clock: its first call's index, how many calls it made, its window and the part of
+    that window the calling thread or the judge spent waiting for a CPU."""
+
+    first: int
+    calls: int
+    wall_ms: float
+    held_ms: float
+
+
+@dataclass(frozen=True)
+class Shipment:
+    """The picked calls of a round shipped: how many, asked for to arrived, and the part of that spent waiting for
+    a CPU."""
+
+    first_index: int
+    calls: int
     ship_ms: float
-    #: The part of ``ship_ms`` the calling thread or the judge spent waiting for a CPU.
-    ship_held_ms: float = 0.0
+    held_ms: float
 
 
 class TimedSchedule:
-    """One timing loop as the judge runs it: hands out a fresh seed per call (one call ahead), picks calls to
-    check after they ran (with ``probability``, and always the planned last), keeps their outputs (host copies:
-    the judge puts no work on the device between the solution's calls) and clocks every call's window. The
-    picked calls are judged after the loop (``judge_picked``)."""
+    """One timing loop as the judge runs it: hands out seeds a round at a time, picks calls to check after their
+    round ran (each with ``probability``, and always the planned last), keeps their outputs (host copies: the judge
+    puts no work on the device between the solution's calls) and clocks every round and shipment. The picked calls
+    are judged after the loop (``judge_picked``)."""
 
     def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...], warmup: int, iterations: int,
                  probability: float, watch: HostWatch | None = None) -> None:
         self.ctx, self.purpose, self.probability = ctx, purpose, probability
         self.watch = watch
         self.started: HostReading | None = None
-        #: Per window, the time the calling thread or the judge waited for a CPU in it (HostWatch.held_up).
-        self.held_ms: list[float] = []
-        self.waits_at_open = self.waits_at_done = (0.0, 0.0)
-        #: What share of those waits comes out of the windows: all of them, unless that is more than the session's
-        #: bound allows (HostWatch.busy_fraction). Set by ``finished``, with the share of the session they took.
-        self.held_scale = 0.0
-        self.busy_fraction = 0.0
         self.warmup, self.calls = warmup, warmup + iterations
+        #: The most calls a round holds, and so the most outputs one shipment carries.
+        self.round_limit = round_calls(ctx)
+        self.picks_calls = True
         self.random = secrets.SystemRandom()
         self.seeds: list[int] = []
-        #: Per call, its window (see the module docstring), and whether it opened when the previous call's
-        #: outputs arrived (its inputs were then drawn during that shipping, not in the window).
-        self.wall_ms: list[float] = []
-        self.after_shipping: list[bool] = []
-        self.window_opened = 0.0
-        self.window_after_shipping = False
-        self.draw_ms: list[float] = []
+        self.rounds: list[Round] = []
+        self.shipments: list[Shipment] = []
         self.picked: list[PickedCall] = []
+        self.draw_ms: list[float] = []
+        #: Calls reported ended so far; a round that ended before using all its seeds must be the last.
+        self.ended = 0
+        self.short_round = False
+        self.window_opened = 0.0
+        self.waits_at_open = self.waits_at_end = (0.0, 0.0)
+        #: What share of the measured waits comes out of the windows: all of them, unless that is more than the
+        #: session's bound allows (HostWatch.busy_fraction). Set by ``finished``, with the share of the session
+        #: they took.
+        self.held_scale = 0.0
+        self.busy_fraction = 0.0
 
-    def _issue(self) -> int:
-        seed = self.ctx.seed_for(*self.purpose, len(self.seeds))
-        self.seeds.append(seed)
-        return seed
-
-    def opening_seeds(self) -> tuple[int, int]:
-        """The first two calls' seeds; the first call's window opens now."""
-        seeds = self._issue(), self._issue()
+    def opening_round(self) -> list[int]:
+        """The first round's seeds; its window opens now."""
         if self.watch is not None:
             self.started = self.watch.read()
+        return self.next_round()
+
+    def next_round(self) -> list[int]:
+        """The next round's seeds, once every call so far has ended; its window opens now. Rounds end where the
+        warm-up calls and the planned calls end, and past them hold as many calls as the timer measures in a
+        batch (when it measures one again), so that the timer's work on a batch falls between rounds."""
+        start = len(self.seeds)
+        if self.ended != start:
+            raise CallFailed(EvaluationStatus.RUNTIME_ERROR,
+                             f"the timing loop asked for more seeds with {start - self.ended} of its calls not "
+                             "reported ended")
+        end = self.warmup if start < self.warmup else self.calls if start < self.calls \
+            else start + self.calls - self.warmup
+        size = max(1, min(self.round_limit, end - start))
+        seeds = [self.ctx.seed_for(*self.purpose, start + k) for k in range(size)]
+        self.seeds.extend(seeds)
+        if self.watch is not None:
             self.waits_at_open = self.watch.waits_ms()
         self.window_opened = time.perf_counter()
         return seeds
+
+    def on_ran(self, count: int) -> list[int]:
+        """Every call before ``count`` has ended: closes the round's window and returns the indices of its calls
+        picked for checking, in order."""
+        now = time.perf_counter()
+        first = self.ended
+        if self.short_round or not first < count <= len(self.seeds):
+            raise CallFailed(EvaluationStatus.RUNTIME_ERROR,
+                             f"the timing loop reported {count} calls ended (after {first}, with "
+                             f"{len(self.seeds)} seeds handed out), or a round after one that ended early")
+        held = 0.0
+        if self.watch is not None:
+            self.waits_at_end = self.watch.waits_ms()
+            held = HostWatch.held_up(self.waits_at_open, self.waits_at_end)
+        self.rounds.append(Round(first, count - first, (now - self.window_opened) * 1e3, held))
+        self.ended, self.short_round = count, count < len(self.seeds)
+        return [index for index in range(first, count)
+                if self.random.random() < self.probability or index + 1 == self.calls]
+
+    def on_shipped(self, outputs: Sequence[tuple[torch.Tensor, ...]], indices: Sequence[int], asked_at: float,
+                   arrived_at: float) -> None:
+        """The outputs of the picked calls ``indices`` of the round just ended, asked for and arrived at these
+        ``time.perf_counter()`` times."""
+        held = 0.0
+        if self.watch is not None:
+            held = HostWatch.held_up(self.waits_at_end, self.watch.waits_ms())
+        self.shipments.append(Shipment(indices[0], len(indices), (arrived_at - asked_at) * 1e3, held))
+        self.picked.extend(PickedCall(index, self.seeds[index], call_outputs)
+                           for index, call_outputs in zip(indices, outputs, strict=True))
 
     def finished(self) -> None:
         """The loop is over: the waits measured in each window come out of it, as far as the session's bound on
@@ -159,39 +235,9 @@ class TimedSchedule:
             return
         session_ms = (ended.at - self.started.at) * 1e3
         bound_ms = HostWatch.busy_fraction(self.started, ended) * session_ms
-        held_ms = sum(self.held_ms) + sum(call.ship_held_ms for call in self.picked)
+        held_ms = sum(r.held_ms for r in self.rounds) + sum(s.held_ms for s in self.shipments)
         self.held_scale = min(1.0, bound_ms / held_ms) if held_ms > 0 else 0.0
         self.busy_fraction = held_ms * self.held_scale / session_ms if session_ms > 0 else 0.0
-
-    def next_seed(self) -> int:
-        """The seed of the call after the next, for the answer to a call's "done"."""
-        return self._issue()
-
-    def on_done(self, index: int) -> bool:
-        """Closes call ``index``'s window and opens the next; True picks the call for checking."""
-        if index != len(self.wall_ms) or index >= len(self.seeds):
-            raise CallFailed(EvaluationStatus.RUNTIME_ERROR, f"the timing loop reported call {index} out of order")
-        now = time.perf_counter()
-        self.wall_ms.append((now - self.window_opened) * 1e3)
-        if self.watch is not None:
-            self.waits_at_done = self.watch.waits_ms()
-            self.held_ms.append(HostWatch.held_up(self.waits_at_open, self.waits_at_done))
-            self.waits_at_open = self.waits_at_done
-        else:
-            self.held_ms.append(0.0)
-        self.after_shipping.append(self.window_after_shipping)
-        self.window_opened, self.window_after_shipping = now, False
-        return self.random.random() < self.probability or index + 1 == self.calls
-
-    def on_shipped(self, index: int, outputs: tuple[torch.Tensor, ...], asked_at: float, arrived_at: float) -> None:
-        """The outputs of picked call ``index``, asked for and arrived at these ``time.perf_counter()`` times: the
-        next call's window opens when they arrived."""
-        held = 0.0
-        if self.watch is not None:
-            self.waits_at_open = self.watch.waits_ms()
-            held = HostWatch.held_up(self.waits_at_done, self.waits_at_open)
-        self.picked.append(PickedCall(index, self.seeds[index], outputs, (arrived_at - asked_at) * 1e3, held))
-        self.window_opened, self.window_after_shipping = arrived_at, True
 
     def picked_inputs(self, picked: list[PickedCall] | None = None) -> Iterator[tuple[PickedCall, list[Any]]]:
         """Each picked call (of ``picked``, else all) with its inputs, drawn again here one call at a time; the
@@ -220,6 +266,7 @@ class TimedSchedule:
 
     @property
     def copy_ms(self) -> float:
+        """The judge's own time to copy one call's outputs."""
         return copy_out_ms(total_bytes(output_layouts(self.ctx.definition, self.ctx.workload)), self.ctx.device)
 
     def _draw_ms(self) -> float:
@@ -228,44 +275,49 @@ class TimedSchedule:
     def _judge_waiting_ms(self) -> float:
         return self.watch.judge_waiting_ms() if self.watch is not None else 0.0
 
-    def _shipping(self, call: PickedCall) -> float:
-        """A picked call's shipping time less what the host held it up."""
-        return call.ship_ms - call.ship_held_ms * self.held_scale
+    def _timed_rounds(self) -> list[Round]:
+        """The rounds of timed calls (every round, if none was timed)."""
+        return [r for r in self.rounds if r.first >= self.warmup] or self.rounds
 
-    def _windows_less_draw(self, draw: float) -> list[float]:
-        """Each timed call's window (every call's, if none was timed), less what the host held it up, and less
-        ``draw`` where its inputs were drawn in it."""
-        calls = range(self.warmup, len(self.wall_ms)) if len(self.wall_ms) > self.warmup else range(len(self.wall_ms))
-        return [self.wall_ms[k] - self.held_ms[k] * self.held_scale - (0.0 if self.after_shipping[k] else draw)
-                for k in calls]
+    def _work_per_call(self, rounds: list[Round], draw: float) -> float:
+        """The mean wall time of a call in ``rounds``, less what the host held it up and the judge's own draw."""
+        calls = sum(r.calls for r in rounds)
+        return sum(r.wall_ms - r.held_ms * self.held_scale for r in rounds) / max(calls, 1) - draw
+
+    def _shipping_per_call(self, shipment: Shipment) -> float:
+        """A shipment's time per call shipped, less what the host held it up and the judge's own copy."""
+        return (shipment.ship_ms - shipment.held_ms * self.held_scale) / shipment.calls - self.copy_ms
 
     def floor(self) -> ClockFloor:
-        """What this loop says the harness costs per call, when the callee did nothing (calibration)."""
+        """What this loop says the harness costs per call when the callee does nothing (calibration): the cost per
+        call of its cheapest timed round (the loop runs in a worker no solution code was in yet, so no round is
+        slow on purpose, and one that a stall made slow says nothing of the harness)."""
         draw = self._draw_ms()
-        per_call = median(self._windows_less_draw(draw))
-        ship = median(self._shipping(call) for call in self.picked) - self.copy_ms - draw if self.picked else 0.0
+        per_call = min(self._work_per_call([r], draw) for r in self._timed_rounds())
+        ship = median(self._shipping_per_call(s) for s in self.shipments) if self.shipments else 0.0
         return ClockFloor(max(per_call, 0.0), max(ship, 0.0))
 
     def latency(self, claim: TimingClaim, floor: ClockFloor) -> SessionLatency:
         """The latency to record, the setup's, and a note when the claim is not believed (see the module
         docstring; a setup's time is the solution's word too, and is checked with the call's)."""
         samples = claim.samples_ms
-        done = len(self.wall_ms)
-        if not samples or len(samples) > done - self.warmup or not all(0.0 < s < float("inf") for s in samples) \
+        timed = self._timed_rounds()
+        timed_calls = sum(r.calls for r in timed)
+        if not samples or len(samples) > timed_calls or not all(0.0 < s < float("inf") for s in samples) \
                 or not all(0.0 <= s < float("inf") for s in claim.setup_ms):
             raise CallFailed(EvaluationStatus.RUNTIME_ERROR,
-                             f"the solution's process reported {len(samples)} timing samples for {done} calls, "
-                             "or samples that are not positive and finite")
+                             f"the solution's process reported {len(samples)} timing samples for {timed_calls} "
+                             "timed calls, or samples that are not positive and finite")
         claimed = median(samples)
         setup = median(claim.setup_ms) if claim.setup_ms else None
         claimed_work = claimed + (setup or 0.0)
-        wall = median(self.wall_ms[self.warmup:] or self.wall_ms)  # uncorrected: a busy host makes no claim impossible
-        draw = self._draw_ms()
-        copy = self.copy_ms
-        in_wall = max(median(self._windows_less_draw(draw)) - floor.per_call_ms, 0.0)
+        claimed_total = sum(samples) + sum(claim.setup_ms[-len(samples):])
+        wall = sum(r.wall_ms for r in timed)  # uncorrected: a busy host makes no claim impossible
+        draw, copy = self._draw_ms(), self.copy_ms
+        in_wall = max(self._work_per_call(timed, draw) - floor.per_call_ms, 0.0)
         # Warm-up calls are checked but not clocked here: a first call's one-off costs are not a call's work.
-        shipping = [max(self._shipping(call) - draw - floor.ship_ms - SHIP_COPY_ALLOWANCE * copy, 0.0)
-                    for call in self.picked if call.index >= self.warmup]
+        shipping = [max(self._shipping_per_call(s) - floor.ship_ms - (SHIP_COPY_ALLOWANCE - 1) * copy, 0.0)
+                    for s in self.shipments if s.first_index >= self.warmup]
         while_shipping = median(shipping) if shipping else 0.0
         estimate = in_wall + while_shipping
         clocked = (f"the judge's clock puts the work at {estimate:.4f} ms ({in_wall:.4f} ms per call, "
@@ -274,8 +326,9 @@ class TimedSchedule:
                   + ESTIMATE_SHARE_OF_MARGIN * (draw + copy))
         least = PLAUSIBLE_FRACTION * in_wall - HOST_ALLOWANCE_MS - margin
         recorded, what = estimate, "the judge's estimate"
-        if claimed_work > wall * IMPOSSIBLE_FACTOR + IMPOSSIBLE_SLACK_MS:
-            why = f"more than a whole call takes on the judge's clock ({wall:.4f} ms)"
+        if claimed_total > wall * IMPOSSIBLE_FACTOR + IMPOSSIBLE_SLACK_MS * len(samples):
+            why = (f"{claimed_total:.4f} ms over its {len(samples)} timed calls, more than their rounds took on "
+                   f"the judge's clock ({wall:.4f} ms)")
         elif while_shipping > max(HOST_ALLOWANCE_MS, claimed):
             why = "work done when its outputs were asked for"
         elif claimed_work < least:

@@ -65,26 +65,28 @@ class Call(_Message):
 
 
 class Time(_Message):
-    """A timing loop: the first two calls' seeds; each later one comes in a ``Next``, one call ahead."""
+    """A timing loop, in rounds (judge/schedule.py): the first round's seeds, one per call; each later round's
+    come in a ``Next``, the answer to the worker's ``More``."""
 
     op: Literal["time"] = "time"
     iterations: int = Field(ge=1)
     warmup: int = Field(ge=0)
-    seed: int
-    next_seed: int
+    seeds: list[int] = Field(min_length=1)
 
 
 class Ship(_Message):
-    """Put the outputs of the call just reported done in the buffer."""
+    """The answer to ``Ran``: put the kept outputs of these calls of the round just ended in the buffer, one after
+    the other (and answer ``Shipped``); none: go on."""
 
     op: Literal["ship"] = "ship"
+    indices: list[int]
 
 
 class Next(_Message):
-    """Go on: the seed of the call after the next."""
+    """The answer to ``More``: the next round's seeds."""
 
     op: Literal["next"] = "next"
-    seed: int
+    seeds: list[int] = Field(min_length=1)
 
 
 ToWorker = Annotated[Stop | NewSlot | Load | Call | Time | Ship | Next, Field(discriminator="op")]
@@ -115,14 +117,22 @@ class Called(_Message):
     wrote: list[Annotated[str, Field(max_length=256)]] = Field(max_length=1024)
 
 
-class Done(_Message):
-    op: Literal["done"] = "done"
-    index: int = Field(ge=0)
+class Ran(_Message):
+    """Every call before ``count`` has ended (a round is over)."""
+
+    op: Literal["ran"] = "ran"
+    count: int = Field(ge=1)
+
+
+class More(_Message):
+    """The round's seeds are used up: the next round's, please."""
+
+    op: Literal["more"] = "more"
 
 
 class Shipped(_Message):
     op: Literal["shipped"] = "shipped"
-    index: int = Field(ge=0)
+    indices: list[Annotated[int, Field(ge=0)]] = Field(max_length=1 << 16)
 
 
 class Timed(_Message):
@@ -134,7 +144,7 @@ class Timed(_Message):
     cuda_graph: bool
 
 
-FromWorker = Annotated[Ready | Built | Failed | Called | Done | Shipped | Timed, Field(discriminator="op")]
+FromWorker = Annotated[Ready | Built | Failed | Called | Ran | More | Shipped | Timed, Field(discriminator="op")]
 _FROM_WORKER: TypeAdapter[Any] = TypeAdapter(FromWorker)
 
 

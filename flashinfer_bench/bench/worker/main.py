@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from flashinfer_bench.bench.calling import ZeroFilling
 from flashinfer_bench.bench.capture import capture_fds
@@ -32,12 +32,13 @@ from flashinfer_bench.bench.wire.judge_worker import (
     Built,
     Call,
     Called,
-    Done,
     Failed,
     JudgeChannel,
     Load,
+    More,
     NewSlot,
     Next,
+    Ran,
     Ready,
     Ship,
     Shipped,
@@ -49,35 +50,31 @@ from flashinfer_bench.bench.wire.judge_worker import (
 from flashinfer_bench.bench.worker.sandbox import ResourceLimits, SandboxError, SandboxPolicy, enter_sandbox
 from flashinfer_bench.bench.worker.torch_state import preserved_torch_state
 
+_Answer = TypeVar("_Answer", Next, Ship)
+
 
 class WireExchange:
-    """The harness's Exchange over the channel: the judge answers every step of the timing loop."""
+    """The harness's Exchange over the channel."""
 
     def __init__(self, channel: JudgeChannel) -> None:
         self.channel = channel
-        self.pending_seed: int | None = None
 
-    def done(self, index: int) -> None:
-        self.channel.send(Done(index=index))
+    def more(self) -> list[int]:
+        self.channel.send(More())
+        return list(self._answer(Next).seeds)
 
-    def ship_asked(self) -> bool:
-        return isinstance(self._answer(), Ship)
+    def ran(self, count: int) -> list[int]:
+        self.channel.send(Ran(count=count))
+        return list(self._answer(Ship).indices)
 
-    def shipped(self, index: int) -> None:
-        self.channel.send(Shipped(index=index))
-        if not isinstance(self._answer(), Next):
-            raise RuntimeError("the judge gave no seed after the outputs were shipped")
+    def shipped(self, indices: list[int]) -> None:
+        self.channel.send(Shipped(indices=indices))
 
-    def next_seed(self) -> int:
-        seed, self.pending_seed = self.pending_seed, None
-        if seed is None:
-            raise RuntimeError("the judge gave no seed for the call after next")
-        return seed
-
-    def _answer(self) -> ToWorker:
+    def _answer(self, expected: type[_Answer]) -> _Answer:
         answer = self.channel.receive()
-        if isinstance(answer, Next):
-            self.pending_seed = answer.seed
+        if not isinstance(answer, expected):
+            raise RuntimeError(f"the judge sent '{answer.op}' during a timing loop where "
+                               f"'{expected.model_fields['op'].default}' was due")
         return answer
 
 
@@ -139,7 +136,7 @@ class Worker:
                                       return_inputs=request.return_inputs)
             self.channel.send(Called(wrote=wrote))
         elif isinstance(request, Time):
-            claim = self.harness.time(request.iterations, request.warmup, (request.seed, request.next_seed),
+            claim = self.harness.time(request.iterations, request.warmup, request.seeds,
                                       WireExchange(self.channel), self.slot)
             self.channel.send(Timed(samples_ms=claim.samples_ms, method=claim.method, setup_ms=claim.setup_ms,
                                     cache_policy=claim.cache_policy, cuda_graph=claim.cuda_graph))

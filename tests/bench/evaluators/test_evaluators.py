@@ -236,47 +236,58 @@ def test_the_planned_last_timed_call_is_always_picked_and_calls_beyond_it_only_a
 
     ctx = evaluation_context(SCALE, WORKLOAD, CFG)
 
-    def picks(probability: float) -> list[bool]:
+    def picks(probability: float) -> list[int]:
         schedule = TimedSchedule(ctx, ("timed", 0), warmup=2, iterations=3, probability=probability)
-        schedule.opening_seeds()
-        picked = []
-        for index in range(12):  # the timer measured the batch again: 7 calls past the planned 5
-            picked.append(schedule.on_done(index))
-            schedule.next_seed()
-        return picked
+        schedule.round_limit = 4
+        assert len(schedule.opening_round()) == 2  # the warm-up calls: a round of their own
+        picked = schedule.on_ran(2)
+        assert len(schedule.next_round()) == 3  # the planned calls end a round
+        picked += schedule.on_ran(5)
+        assert len(schedule.next_round()) == 3  # the timer measured the batch again: a batch's calls
+        return picked + schedule.on_ran(8)
 
-    assert picks(0.0) == [False] * 4 + [True] + [False] * 7
-    assert picks(1.0) == [True] * 12
+    assert picks(0.0) == [4]
+    assert picks(1.0) == list(range(8))
 
 
-def test_each_call_is_clocked_from_the_previous_done_or_shipping_and_its_draw_taken_out_where_it_was_made(
-        monkeypatch):
-    """Seeds go one call ahead, so the worker draws a call's inputs right after reporting the previous call done:
-    in the call's own window, or, when the previous call was picked, while its outputs ship."""
+def test_each_round_is_clocked_from_its_seeds_to_its_end_and_shipments_apart(monkeypatch):
+    """A round's window opens when its seeds go out and closes when the worker says it ended; a shipment of picked
+    outputs is clocked on its own, per call shipped; seeds asked for before a round ended, and a round after one
+    that ended early, fail the session."""
     from flashinfer_bench.bench.judge import schedule as timed
 
     now = [0.0]
     monkeypatch.setattr(timed.time, "perf_counter", lambda: now[0])
-    schedule = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("timed", 0), warmup=0, iterations=3,
+    schedule = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("timed", 0), warmup=1, iterations=8,
                                    probability=0.0)
-    seeds = schedule.opening_seeds()
-    assert len(set(seeds)) == 2 and schedule.seeds == list(seeds)
+    schedule.round_limit = 4
+    warm = schedule.opening_round()
     now[0] = 1.0
-    assert not schedule.on_done(0)
-    schedule.next_seed()  # the answer to call 0 carries call 2's seed
-    now[0] = 3.0
-    schedule.on_done(1)
-    schedule.on_shipped(1, (torch.zeros(64),), asked_at=3.0, arrived_at=3.5)  # picked (by hand)
-    schedule.next_seed()
-    now[0] = 4.5
-    schedule.on_done(2)
-    assert schedule.wall_ms == [1000.0, 2000.0, 1000.0] and schedule.after_shipping == [False, False, True]
-    # The judge's own draw (here 400 ms) is in the windows of calls 0 and 1, and in call 1's shipping.
-    assert schedule._windows_less_draw(400.0) == [600.0, 1600.0, 1000.0]
-    schedule.draw_ms = [400.0]
-    assert schedule.floor().ship_ms == pytest.approx(500.0 - 400.0 - schedule.copy_ms)
-    with pytest.raises(timed.CallFailed, match="out of order"):
-        schedule.on_done(4)
+    assert schedule.on_ran(1) == []
+    now[0] = 2.0
+    first = schedule.next_round()
+    now[0] = 6.0
+    assert schedule.on_ran(5) == []
+    now[0] = 9.0
+    second = schedule.next_round()
+    assert len(set(warm + first + second)) == 9
+    now[0] = 10.0
+    assert schedule.on_ran(9) == [8]  # the planned last call
+    schedule.on_shipped([(torch.zeros(64),)], [8], asked_at=10.0, arrived_at=10.5)
+    assert [(r.first, r.calls, r.wall_ms) for r in schedule.rounds] == [(0, 1, 1000.0), (1, 4, 4000.0),
+                                                                         (5, 4, 1000.0)]
+    assert [p.index for p in schedule.picked] == [8] and schedule.picked[0].seed == second[3]
+    # The cheapest timed round: 250 ms a call, less the judge's own draw (here 100 ms).
+    schedule.draw_ms = [100.0]
+    floor = schedule.floor()
+    assert floor.per_call_ms == pytest.approx(150.0)
+    assert floor.ship_ms == pytest.approx(500.0 - schedule.copy_ms)
+    schedule.next_round()
+    with pytest.raises(timed.CallFailed, match="not reported ended"):
+        schedule.next_round()
+    assert schedule.on_ran(10) == []  # a round that ended before using all its seeds must be the last
+    with pytest.raises(timed.CallFailed, match="ended early"):
+        schedule.on_ran(11)
 
 
 def test_a_claim_far_below_the_work_is_raised_to_the_least_the_clock_allows_and_one_above_it_stands():
@@ -287,7 +298,7 @@ def test_a_claim_far_below_the_work_is_raised_to_the_least_the_clock_allows_and_
 
     schedule = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("timed", 0), warmup=0, iterations=5,
                                    probability=0.0)
-    schedule.wall_ms, schedule.after_shipping, schedule.held_ms = [2.0] * 5, [False] * 5, [0.0] * 5
+    schedule.rounds = [timed.Round(0, 5, 10.0, 0.0)]
     floor = timed.ClockFloor(per_call_ms=0.0, ship_ms=0.0)
     margin = timed.MARGIN_MS + timed.ESTIMATE_SHARE_OF_MARGIN * schedule.copy_ms
     least = timed.PLAUSIBLE_FRACTION * 2.0 - timed.HOST_ALLOWANCE_MS - margin
