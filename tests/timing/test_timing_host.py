@@ -141,6 +141,6 @@ def test_noisy_samples_warn(monkeypatch):
     from flashinfer_bench.timing import api
 
     values = iter([1.0, 5.0, 1.0, 9.0, 2.0, 7.0])
-    monkeypatch.setattr(api, "measure_host", lambda prepare, body, indices: [next(values) for _ in indices])
+    monkeypatch.setattr(api, "measure_host", lambda prepare, body, indices, after=None: [next(values) for _ in indices])
     res = bench_gpu_time_detailed(lambda: None, num_iters=6, dry_run_iters=0, device="cpu")
     assert any("Noisy samples" in w for w in res.warnings)

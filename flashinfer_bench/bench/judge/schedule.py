@@ -28,8 +28,9 @@ cannot tell apart. So it disbelieves a claim only where no honest solution could
   and ``SHIP_COPY_ALLOWANCE`` times the judge's own copy time, per shipped call, by more than
   ``HOST_ALLOWANCE_MS`` and more than the claimed time, is a solution that skipped calls and computed only what it
   had to ship;
-- a claimed median (or mean) under ``PLAUSIBLE_FRACTION`` of the work per call left in the timed rounds' wall
-  time, less ``HOST_ALLOWANCE_MS`` (the host work an honest call may do around its kernels) and a margin for the
+- a claimed median under ``PLAUSIBLE_FRACTION`` of the work per call left in the timed rounds' wall time (the
+  median over the rounds, ``TIMED_ROUNDS`` of them: a round's calls can only be skipped, not moved to another
+  round, and skipping is caught by the picks), less ``HOST_ALLOWANCE_MS`` (the host work an honest call may do around its kernels) and a margin for the
   clock's noise.
 
 For the first two the judge's estimate of the work (wall and shipping) is recorded instead. A claim far below
@@ -84,6 +85,9 @@ CHECK_GROUP_BYTES = 16 << 20
 #: the worker keeps a copy of every call's outputs until the round's picks are shipped.
 ROUND_CALLS = 100
 KEPT_BYTES = 128 << 20
+#: The planned timed calls are split into this many rounds (fewer where there are fewer calls), so that the work
+#: per call is a median over rounds: a stall of the host in one round does not make an honest claim look low.
+TIMED_ROUNDS = 5
 #: A claimed latency under this fraction of the work left in a call's wall time, less the host allowance and the
 #: margin, is not believed.
 PLAUSIBLE_FRACTION = 0.5
@@ -153,6 +157,7 @@ class TimedSchedule:
         self.warmup, self.calls = warmup, warmup + iterations
         #: The most calls a round holds, and so the most outputs one shipment carries.
         self.round_limit = round_calls(ctx)
+        self.timed_round = max(1, -(-iterations // TIMED_ROUNDS))
         self.picks_calls = True
         self.random = secrets.SystemRandom()
         self.seeds: list[int] = []
@@ -179,16 +184,20 @@ class TimedSchedule:
 
     def next_round(self) -> list[int]:
         """The next round's seeds, once every call so far has ended; its window opens now. Rounds end where the
-        warm-up calls and the planned calls end, and past them hold as many calls as the timer measures in a
-        batch (when it measures one again), so that the timer's work on a batch falls between rounds."""
+        warm-up calls and the planned calls end (these in ``TIMED_ROUNDS``), and past them hold as many calls as
+        the timer measures in a batch (when it measures one again), so that the timer's work on a batch falls
+        between rounds."""
         start = len(self.seeds)
         if self.ended != start:
             raise CallFailed(EvaluationStatus.RUNTIME_ERROR,
                              f"the timing loop asked for more seeds with {start - self.ended} of its calls not "
                              "reported ended")
-        end = self.warmup if start < self.warmup else self.calls if start < self.calls \
-            else start + self.calls - self.warmup
-        size = max(1, min(self.round_limit, end - start))
+        if start < self.warmup:
+            size = min(self.round_limit, self.warmup - start)
+        elif start < self.calls:
+            size = min(self.round_limit, self.timed_round, self.calls - start)
+        else:
+            size = min(self.round_limit, self.calls - self.warmup)
         seeds = [self.ctx.seed_for(*self.purpose, start + k) for k in range(size)]
         self.seeds.extend(seeds)
         if self.watch is not None:
@@ -279,10 +288,9 @@ class TimedSchedule:
         """The rounds of timed calls (every round, if none was timed)."""
         return [r for r in self.rounds if r.first >= self.warmup] or self.rounds
 
-    def _work_per_call(self, rounds: list[Round], draw: float) -> float:
-        """The mean wall time of a call in ``rounds``, less what the host held it up and the judge's own draw."""
-        calls = sum(r.calls for r in rounds)
-        return sum(r.wall_ms - r.held_ms * self.held_scale for r in rounds) / max(calls, 1) - draw
+    def _work_per_call(self, round_: Round, draw: float) -> float:
+        """The mean wall time of a call in the round, less what the host held it up and the judge's own draw."""
+        return (round_.wall_ms - round_.held_ms * self.held_scale) / round_.calls - draw
 
     def _shipping_per_call(self, shipment: Shipment) -> float:
         """A shipment's time per call shipped, less what the host held it up and the judge's own copy."""
@@ -293,7 +301,7 @@ class TimedSchedule:
         call of its cheapest timed round (the loop runs in a worker no solution code was in yet, so no round is
         slow on purpose, and one that a stall made slow says nothing of the harness)."""
         draw = self._draw_ms()
-        per_call = min(self._work_per_call([r], draw) for r in self._timed_rounds())
+        per_call = min(self._work_per_call(r, draw) for r in self._timed_rounds())
         ship = median(self._shipping_per_call(s) for s in self.shipments) if self.shipments else 0.0
         return ClockFloor(max(per_call, 0.0), max(ship, 0.0))
 
@@ -314,7 +322,7 @@ class TimedSchedule:
         claimed_total = sum(samples) + sum(claim.setup_ms[-len(samples):])
         wall = sum(r.wall_ms for r in timed)  # uncorrected: a busy host makes no claim impossible
         draw, copy = self._draw_ms(), self.copy_ms
-        in_wall = max(self._work_per_call(timed, draw) - floor.per_call_ms, 0.0)
+        in_wall = max(median(self._work_per_call(r, draw) for r in timed) - floor.per_call_ms, 0.0)
         # Warm-up calls are checked but not clocked here: a first call's one-off costs are not a call's work.
         shipping = [max(self._shipping_per_call(s) - floor.ship_ms - (SHIP_COPY_ALLOWANCE - 1) * copy, 0.0)
                     for s in self.shipments if s.first_index >= self.warmup]

@@ -146,7 +146,7 @@ def test_timed_samples_that_ignore_their_inputs_fail_and_honest_ones_pass():
     assert "repeat the previous call's sample" in caught.value.result.message  # the same samples, call after call
     correctness, honest = timed(lambda p: torch.multinomial(p, 1).squeeze(1), evaluator=SamplingEvaluator,
                                 definition=SAMPLING, cfg=cfg, workload=SAMPLING_WORKLOAD)
-    assert correctness.passed and claims_stood(honest.notes)  # every timed call's samples scored, none failed
+    assert correctness.passed and claims_stood(honest.notes), honest.notes  # every timed call scored, none failed
 
 
 LOWBIT = Definition.model_validate(dict(SCALE_ADD, name="q", op_type="moe"))
@@ -238,7 +238,7 @@ def test_the_planned_last_timed_call_is_always_picked_and_calls_beyond_it_only_a
 
     def picks(probability: float) -> list[int]:
         schedule = TimedSchedule(ctx, ("timed", 0), warmup=2, iterations=3, probability=probability)
-        schedule.round_limit = 4
+        schedule.round_limit = schedule.timed_round = 4
         assert len(schedule.opening_round()) == 2  # the warm-up calls: a round of their own
         picked = schedule.on_ran(2)
         assert len(schedule.next_round()) == 3  # the planned calls end a round
@@ -260,7 +260,8 @@ def test_each_round_is_clocked_from_its_seeds_to_its_end_and_shipments_apart(mon
     monkeypatch.setattr(timed.time, "perf_counter", lambda: now[0])
     schedule = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("timed", 0), warmup=1, iterations=8,
                                    probability=0.0)
-    schedule.round_limit = 4
+    assert schedule.timed_round == 2  # the planned calls in TIMED_ROUNDS rounds at most
+    schedule.round_limit = schedule.timed_round = 4
     warm = schedule.opening_round()
     now[0] = 1.0
     assert schedule.on_ran(1) == []
