@@ -54,9 +54,12 @@ class PreBuilder:
         self._closing = False
         self._building: int | None = None  # the pid of the builder process at work
 
-    def plan(self, solutions: Iterable[Solution]) -> None:
-        """Build these (in this order) ahead of their turn, where it helps and was not planned already."""
+    def plan(self, solutions: Iterable[Solution], *, starting: Iterable[Solution] = ()) -> None:
+        """Build these (in this order) ahead of their turn, where it helps and was not planned already; not those
+        ``starting`` now (their workers build them at once, with every core, rather than wait for a build ahead)."""
         with self._changed:
+            for solution in starting:
+                self._states.setdefault(solution_key(solution), CLAIMED)
             for solution in solutions:
                 key = solution_key(solution)
                 if key not in self._states and worth_building_ahead(solution, self.cache_root):

@@ -61,7 +61,8 @@ class ProcessRunner(Runner):
         groups = list(groups)
         for group in groups:
             pending.put(group)
-        self.prebuilder.plan(item.solution for group in groups for item in group)
+        self.prebuilder.plan((item.solution for group in groups for item in group),
+                             starting=[group[0].solution for group in groups[:len(self.slots)] if group])
         errors: list[BaseException] = []
 
         def serve(slot: DeviceSlot) -> None:
