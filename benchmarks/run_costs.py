@@ -104,11 +104,14 @@ def read_phases(path: Path) -> list[dict[str, Any]]:
 
 
 def run_costs(records: list[dict[str, Any]], started: float, ended: float) -> dict[str, Any]:
-    """The run's costs from its evaluations' phases and its start and end (``time.time()``): see the docstring."""
+    """The run's costs from its verdicts (with their evaluations' phases, where a judge made them) and its start and
+    end (``time.time()``): see the docstring. A verdict no judge made (a timeout, a dead worker) counts as an
+    evaluation; its time is in "other"."""
     wall = ended - started
-    devices = sorted({r["device"] for r in records})
-    setup = sum(min(r["started_at"] for r in records if r["device"] == d) - started for d in devices)
-    phases = {name: sum(r[name] for r in records) for name in PHASES}
+    judged = [r["phases"] for r in records if r["phases"] is not None]
+    devices = sorted({p["device"] for p in judged})
+    setup = sum(min(p["started_at"] for p in judged if p["device"] == d) - started for d in devices)
+    phases = {name: sum(p[name] for p in judged) for name in PHASES}
     device_time = wall * len(devices)
     after_setup = wall - (setup / len(devices) if devices else 0.0)
     return {
@@ -170,7 +173,7 @@ def main() -> int:
     print(table(costs, busy, utilization.why))
     if args.json:
         out = {**costs, "device_busy": busy, "device_busy_why_none": utilization.why, "run_exit_status": done.returncode,
-               "command": command[1:], "evaluations_phases": records}
+               "command": command[1:], "verdicts": records}
         Path(args.json).write_text(json.dumps(out, indent=2))
     return done.returncode
 

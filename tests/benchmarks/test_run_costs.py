@@ -23,8 +23,9 @@ def load_script():
 
 
 def record(device: str, started_at: float, total_s: float, **phases: float) -> dict:
-    return {"definition": "d", "solution": "s", "workload": "w", "status": "PASSED", "device": device,
-            "started_at": started_at, "total_s": total_s, **{name: phases.get(name, 0.0) for name in PHASES}}
+    return {"definition": "d", "solution": "s", "workload": "w", "status": "PASSED",
+            "phases": {"device": device, "started_at": started_at, "total_s": total_s,
+                       **{name: phases.get(name, 0.0) for name in PHASES}}}
 
 
 def test_the_devices_time_is_split_into_setup_phases_and_the_rest():
@@ -32,13 +33,15 @@ def test_the_devices_time_is_split_into_setup_phases_and_the_rest():
         record("cuda:0", 110.0, 10.0, build_s=4.0, timed_s=5.0),
         record("cuda:0", 121.0, 8.0, draws_s=1.0, checks_s=2.0, reference_s=3.0),
         record("cuda:1", 105.0, 30.0, timed_s=20.0),
+        {"definition": "d", "solution": "t", "workload": "w", "status": "TIMEOUT", "phases": None},
     ], started=100.0, ended=140.0)
-    assert costs["evaluations"] == 3 and costs["devices"] == ["cuda:0", "cuda:1"]
+    assert costs["evaluations"] == 4 and costs["devices"] == ["cuda:0", "cuda:1"]
     assert costs["device_time_s"] == 80.0
     assert costs["seconds"] == {"setup_s": 15.0, "build_s": 4.0, "draws_s": 1.0, "checks_s": 2.0,
                                 "reference_s": 3.0, "timed_s": 25.0, "other_s": 30.0}
-    assert costs["evaluations_per_hour"] == pytest.approx(3 / 40 * 3600)
-    assert costs["evaluations_per_hour_after_setup"] == pytest.approx(3 / 32.5 * 3600)
+    assert costs["evaluations_per_hour"] == pytest.approx(4 / 40 * 3600)
+    assert costs["evaluations_per_hour_after_setup"] == pytest.approx(4 / 32.5 * 3600)
+    assert costs["statuses"] == {"PASSED": 3, "TIMEOUT": 1}
 
 
 @pytest.mark.slow  # a real run: the CLI, a judge and its workers
@@ -52,7 +55,7 @@ def test_a_small_run_reports_where_its_time_went(tmp_path):
     costs = json.loads(out.read_text())
     assert costs["evaluations"] == 2 and costs["statuses"] == {"PASSED": 2} and costs["devices"] == ["cpu"]
     assert not (root / "traces").exists()  # the run saved nothing: --no-save-results unless asked
-    records = costs["evaluations_phases"]
+    records = [verdict["phases"] for verdict in costs["verdicts"]]
     for phases in records:
         assert phases["build_s"] > 0 and phases["checks_s"] > 0 and phases["timed_s"] > 0 and phases["draws_s"] > 0
         assert sum(phases[name] for name in PHASES) <= phases["total_s"]  # nested phases counted once

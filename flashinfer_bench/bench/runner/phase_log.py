@@ -1,4 +1,5 @@
-"""Each evaluation's phases (``EvaluationPhases``, measured by its judge), one JSON line per verdict appended to
+"""Each verdict with its evaluation's phases (``EvaluationPhases``, measured by its judge; null for a verdict no
+judge made: a timeout, a dead worker, a workload refused before the run), one JSON line per verdict appended to
 the file ``$FLASHINFER_BENCH_PHASES_FILE`` names; nothing when it is unset. benchmarks/run_costs.py reads it."""
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ PHASES_FILE_ENV = "FLASHINFER_BENCH_PHASES_FILE"
 
 def log_phases(verdict: Verdict) -> None:
     path = os.environ.get(PHASES_FILE_ENV)
-    phases = verdict.outcome.phases
-    if not path or phases is None:
+    if not path:
         return
-    item = verdict.item
+    item, phases = verdict.item, verdict.outcome.phases
     line = json.dumps({"definition": item.definition.name, "solution": item.solution.name,
-                       "workload": item.workload.uuid, "status": verdict.outcome.status.value, **asdict(phases)})
+                       "workload": item.workload.uuid, "status": verdict.outcome.status.value,
+                       "phases": asdict(phases) if phases is not None else None})
     with open(path, "a", encoding="utf-8") as log:
         log.write(line + "\n")
