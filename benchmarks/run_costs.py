@@ -54,7 +54,7 @@ class Utilization:
         try:
             import pynvml
         except ImportError:
-            self.why = "no GPU (nvidia-ml-py is not installed: pip install nvidia-ml-py)"
+            self.why = "no GPU (nvidia-ml-py is not installed: pip install 'flashinfer-bench[nvml]')"
             return
         try:
             pynvml.nvmlInit()
