@@ -18,6 +18,7 @@ from flashinfer_bench.bench.runner import (
 )
 from flashinfer_bench.bench.runner.base import Runner
 from flashinfer_bench.bench.runner.grouping import group_items
+from flashinfer_bench.bench.runner.phase_log import log_phases
 from flashinfer_bench.bench.wire.parent_judge import WorkOutcome
 from flashinfer_bench.data import (
     Correctness,
@@ -148,6 +149,7 @@ class Benchmark:
                 return
             trace = make_trace(verdict)
             result.add_trace(trace, persist=persist)
+            log_phases(verdict)
             if self.progress:
                 self.progress.advance(trace)
 

@@ -34,6 +34,7 @@ from flashinfer_bench.bench.evaluators.compare import (
 )
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.local import LocalSolution, UncheckedSchedule
+from flashinfer_bench.bench.judge.phases import CHECKS, phase
 from flashinfer_bench.bench.judge.schedule import SessionLatency, TimedSchedule
 from flashinfer_bench.bench.judge.solution import SolutionHandle
 from flashinfer_bench.bench.slot import output_layouts, output_mismatch
@@ -307,7 +308,8 @@ class Evaluator(ABC):
             schedule = TimedSchedule(ctx, ("timed", session), cfg.warmup_runs, cfg.iterations, check.probability,
                                      solution.host_watch())
             claim = solution.time(cfg.iterations, cfg.warmup_runs, schedule)
-            failure = schedule.judge_picked(check)
+            with phase(CHECKS):
+                failure = schedule.judge_picked(check)
             if failure is not None and not failure.passed:
                 raise TimedOutputsMismatch(failure)
             sessions.append(schedule.latency(claim, floor))

@@ -15,6 +15,7 @@ from typing import Any
 
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.inputs import InputPlan
+from flashinfer_bench.bench.judge.phases import DRAWS, phase
 from flashinfer_bench.bench.seeds import stable_seed
 from flashinfer_bench.data import Definition, Workload
 
@@ -41,7 +42,8 @@ class EvaluationContext:
 
     def inputs(self, seed: int) -> list[Any]:
         """The inputs drawn from ``seed``: the same tensors the solution's process draws from it."""
-        return self.input_plan.draw(seed)
+        with phase(DRAWS):
+            return self.input_plan.draw(seed)
 
     @property
     def input_names(self) -> list[str]:

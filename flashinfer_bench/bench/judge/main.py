@@ -12,6 +12,7 @@ import os
 import time
 import traceback
 from collections import OrderedDict
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import recv_handle
 from typing import Any
@@ -20,6 +21,7 @@ from flashinfer_bench.bench.capture import capture_fds
 from flashinfer_bench.bench.judge.calibration import calibrate
 from flashinfer_bench.bench.judge.clock import ClockFloor, calling_process
 from flashinfer_bench.bench.judge.context import EvaluationContext
+from flashinfer_bench.bench.judge.phases import BUILD, CHECKS, REFERENCE, TIMED, evaluation, phase
 from flashinfer_bench.bench.judge.remote import RemoteSolution, SlotKeeper
 from flashinfer_bench.bench.process_setup import (
     describe_environment,
@@ -96,9 +98,9 @@ class Judge:
                 self.detach()
             elif tag == protocol.EVALUATE:
                 item, log_path = payload
-                with capture_fds(log_path):
+                with capture_fds(log_path), evaluation(self.device) as clock:
                     outcome = self.evaluate(item, log_path)
-                self.conn.send((protocol.RESULT, outcome))
+                self.conn.send((protocol.RESULT, replace(outcome, phases=clock.phases())))
 
     def attach(self, fd: int, waiter_pid: int | None) -> None:
         self.detach()
@@ -147,11 +149,13 @@ class Judge:
             noop = RemoteSolution(ctx, worker, slots, None, self.worker_pid)
             self.floor, self.floor_measured_at = calibrate(ctx, noop), time.monotonic()
         self.worker_is_fresh = False
-        self.load(worker, item, log_path, calibration=False)
+        with phase(BUILD):
+            self.load(worker, item, log_path, calibration=False)
         self.conn.send((protocol.BUILT, None))
         try:
             evaluator = load_evaluator(item.evaluator)
-            baseline = self.baseline(evaluator, ctx, item)
+            with phase(REFERENCE):
+                baseline = self.baseline(evaluator, ctx, item)
         except Exception:  # noqa: BLE001 - the reference or the workload is broken, not the solution
             return WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log="reference failed:\n" + traceback.format_exc(),
                                retire_judge=not device_is_healthy(self.device))
@@ -161,10 +165,12 @@ class Judge:
         assert self.floor is not None  # the first worker attached was fresh, and calibrated above
         solution = RemoteSolution(ctx, worker, slots, self.floor, self.worker_pid)
         try:
-            result = evaluator.check_correctness(ctx, solution, baseline)
+            with phase(CHECKS):
+                result = evaluator.check_correctness(ctx, solution, baseline)
             if not result.passed:
                 return WorkOutcome(result.status, log=result.message, correctness=result.correctness)
-            timed = evaluator.eval_performance(ctx, solution, baseline)
+            with phase(TIMED):
+                timed = evaluator.eval_performance(ctx, solution, baseline)
         except TimedOutputsMismatch as exc:
             return WorkOutcome(exc.result.status, log=exc.result.message, correctness=exc.result.correctness)
         except (WorkerGone, CallFailed):

@@ -66,6 +66,23 @@ def describe_exit(exitcode: int | None, process: str = "worker process") -> str:
     return f"{process} exited with status {exitcode}"
 
 
+def scratch_dir(cache_root: Path, prefix: str) -> Path:
+    """A new scratch directory under the build cache's root (on its file system, so that what is built there can
+    be moved into the cache by renaming)."""
+    parent = cache_root / SCRATCH_DIR
+    parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+
+
+def confined(policy: SandboxPolicy, device: str, scratch: Path) -> tuple[SandboxPolicy, WorkerCgroup | None]:
+    """``policy`` for a process of ``device`` that may write ``scratch``, in a cgroup of its own (None where none
+    can be made): the policy of every process that runs solution code, workers and builders alike."""
+    limits = policy.limits if device == "cpu" else replace(policy.limits, address_space_bytes=None)
+    cgroup = WorkerCgroup.create(limits)
+    return replace(policy, writable=(str(scratch), *policy.writable), limits=limits,
+                   cgroups=tuple(map(str, cgroup.directories)) if cgroup else ()), cgroup
+
+
 class WorkerProcess:
     """A worker, its scratch directory, the one place it may write (``<cache root>/.scratch/...``, on the
     build cache's file system so that what it builds can be moved into the cache by renaming), and its cgroup."""
@@ -74,14 +91,9 @@ class WorkerProcess:
         context = process_context()
         self.device = device
         self.cache_root = cache_root
-        scratch_parent = cache_root / SCRATCH_DIR
-        scratch_parent.mkdir(parents=True, exist_ok=True)
-        self.scratch = Path(tempfile.mkdtemp(prefix="worker-", dir=scratch_parent))
+        self.scratch = scratch_dir(cache_root, "worker-")
         self.judge_end, worker_end = context.Pipe()
-        limits = policy.limits if device == "cpu" else replace(policy.limits, address_space_bytes=None)
-        self.cgroup = WorkerCgroup.create(limits)
-        policy = replace(policy, writable=(str(self.scratch), *policy.writable), limits=limits,
-                         cgroups=tuple(map(str, self.cgroup.directories)) if self.cgroup else ())
+        policy, self.cgroup = confined(policy, device, self.scratch)
         self.process = context.Process(target=worker_main, args=(worker_end, device, self.scratch, policy),
                                        daemon=True, name=f"fib-worker-{device}")
         self.process.start()

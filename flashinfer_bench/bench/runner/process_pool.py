@@ -18,6 +18,7 @@ from flashinfer_bench.bench.capture import take_captured
 from flashinfer_bench.bench.process_setup import PROFILE_DIR_ENV
 from flashinfer_bench.bench.runner.base import OnVerdict, Runner, Verdict
 from flashinfer_bench.bench.runner.device_slot import DeviceSlot
+from flashinfer_bench.bench.runner.prebuilder import PreBuilder
 from flashinfer_bench.bench.runner.run_state import RunState
 from flashinfer_bench.bench.runner.worker_view import (
     cuda_paths,
@@ -43,6 +44,8 @@ class ProcessRunner(Runner):
         policy = worker_policy(hidden=[self._log_dir], limits=limits)
         cache_root = resolve_cache_root(cache_dir)
         self.slots = [DeviceSlot(d, cache_root, policy, items_per_worker=items_per_worker) for d in devices]
+        #: Builds the coming items' compiled solutions while the devices time the current ones.
+        self.prebuilder = PreBuilder(cache_root, policy, devices[0])
         self._announced: set[str] = set()
         self.state = RunState()
         self._lock = threading.Lock()
@@ -55,8 +58,11 @@ class ProcessRunner(Runner):
 
     def run(self, groups: Iterable[Sequence[WorkItem]], on_verdict: OnVerdict) -> None:
         pending: queue.Queue[Sequence[WorkItem]] = queue.Queue()
+        groups = list(groups)
         for group in groups:
             pending.put(group)
+        self.prebuilder.plan((item.solution for group in groups for item in group),
+                             starting=[group[0].solution for group in groups[:len(self.slots)] if group])
         errors: list[BaseException] = []
 
         def serve(slot: DeviceSlot) -> None:
@@ -82,6 +88,7 @@ class ProcessRunner(Runner):
             raise errors[0]
 
     def _run_one(self, slot: DeviceSlot, item: WorkItem, on_verdict: OnVerdict) -> None:
+        self.prebuilder.claim(item.solution)
         item = self.state.prepare(item)
         log_path = os.path.join(self._log_dir, f"{slot.device.replace(':', '_')}-{threading.get_ident()}.log")
         outcome, environment = slot.run(item, log_path, self.timeout_seconds,
@@ -105,6 +112,7 @@ class ProcessRunner(Runner):
 
     def close(self) -> None:
         self._closing.set()
+        self.prebuilder.close()
         for slot in self.slots:
             slot.close()
         shutil.rmtree(self._log_dir, ignore_errors=True)

@@ -57,6 +57,28 @@ class WorkItem:
 
 
 @dataclass(frozen=True)
+class EvaluationPhases:
+    """Where one evaluation's time went in its judge (judge/phases.py), in seconds. A phase counts the time not spent
+    in a phase nested in it (a draw made while checking is a draw); what no phase covers (the clock floor's
+    calibration, messages, the judge's bookkeeping) is ``total_s`` less their sum. For benchmarks/run_costs.py."""
+
+    device: str
+    #: When the judge took the item (``time.time()``) and how long it took over it, until its verdict.
+    started_at: float
+    total_s: float
+    #: The worker building (or loading from the cache) the solution, from the judge's request to its answer.
+    build_s: float = 0.0
+    #: The judge drawing inputs (the baseline's trials, the timed calls it checks).
+    draws_s: float = 0.0
+    #: The correctness trials (the solution's calls and the comparisons) and the checks of picked timed calls.
+    checks_s: float = 0.0
+    #: The reference: its outputs for the baseline, and its timing.
+    reference_s: float = 0.0
+    #: The timed sessions, less the draws and checks made in them.
+    timed_s: float = 0.0
+
+
+@dataclass(frozen=True)
 class WorkOutcome:
     """A judge's verdict on one item. ``log`` holds tracebacks and messages; captured output is added by the parent."""
 
@@ -68,6 +90,8 @@ class WorkOutcome:
     retire: bool = False
     #: The judge's own device context may be unusable: replace the judge too.
     retire_judge: bool = False
+    #: Where the judge's time went (None where no judge made the verdict).
+    phases: EvaluationPhases | None = None
 
 
 # Message tags, judge -> parent

@@ -61,6 +61,11 @@ class NativeBuild:
         )
 
 
+def library_name(solution: Solution) -> str:
+    """The built library's (and module's) name, unique per solution content; also its marker's name."""
+    return f"fib_{solution.spec.language.value}_{solution_key(solution)}"
+
+
 Compile = Callable[[NativeSources], Path]
 """Compile the sources, returning the built library's path; raise BuildError on failure."""
 Load = Callable[[Path, str], Any]
@@ -71,7 +76,7 @@ def build_native(
     solution: Solution, context: BuildContext, build_subdir: str, compile_sources: Compile, load: Load
 ) -> NativeBuild:
     """Load the library built earlier for the same content, else build it in the entry this process writes."""
-    name = f"fib_{solution.spec.language.value}_{solution_key(solution)}"
+    name = library_name(solution)
     directory, _ = context.sources(solution)
     artifact = read_artifact(directory / build_subdir, name)
     if artifact is not None:

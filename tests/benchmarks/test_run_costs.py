@@ -1,0 +1,68 @@
+"""benchmarks/run_costs.py: its figures from a real small run on the CPU (the judges' phases of each evaluation,
+read back from the run), and its arithmetic over given phases."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from helpers import REPO, child_env, scale_add_set
+
+SCRIPT = REPO / "benchmarks" / "run_costs.py"
+OK = "def run(x, y):\n    return x * 2 + y\n"
+PHASES = ("build_s", "draws_s", "checks_s", "reference_s", "timed_s")
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("run_costs", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def record(device: str, started_at: float, total_s: float, **phases: float) -> dict:
+    return {"definition": "d", "solution": "s", "workload": "w", "status": "PASSED",
+            "phases": {"device": device, "started_at": started_at, "total_s": total_s,
+                       **{name: phases.get(name, 0.0) for name in PHASES}}}
+
+
+def test_the_devices_time_is_split_into_setup_phases_and_the_rest():
+    costs = load_script().run_costs([
+        record("cuda:0", 110.0, 10.0, build_s=4.0, timed_s=5.0),
+        record("cuda:0", 121.0, 8.0, draws_s=1.0, checks_s=2.0, reference_s=3.0),
+        record("cuda:1", 105.0, 30.0, timed_s=20.0),
+        {"definition": "d", "solution": "t", "workload": "w", "status": "TIMEOUT", "phases": None},
+    ], started=100.0, ended=140.0)
+    assert costs["evaluations"] == 4 and costs["devices"] == ["cuda:0", "cuda:1"]
+    assert costs["device_time_s"] == 80.0
+    assert costs["seconds"] == {"setup_s": 15.0, "build_s": 4.0, "draws_s": 1.0, "checks_s": 2.0,
+                                "reference_s": 3.0, "timed_s": 25.0, "other_s": 30.0}
+    assert costs["evaluations_per_hour"] == pytest.approx(4 / 40 * 3600)
+    assert costs["evaluations_per_hour_after_setup"] == pytest.approx(4 / 32.5 * 3600)
+    assert costs["statuses"] == {"PASSED": 3, "TIMEOUT": 1}
+
+
+@pytest.mark.slow  # a real run: the CLI, a judge and its workers
+def test_a_small_run_reports_where_its_time_went(tmp_path):
+    root = scale_add_set(tmp_path / "set", {"a_ok": OK, "b_ok": OK}, sizes=(64,))
+    out = tmp_path / "costs.json"
+    command = [sys.executable, str(SCRIPT), "--local", str(root), "--json", str(out), "--",
+               "--iterations", "3", "--warmup-runs", "1", "--num-trials", "2"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=child_env(), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    costs = json.loads(out.read_text())
+    assert costs["evaluations"] == 2 and costs["statuses"] == {"PASSED": 2} and costs["devices"] == ["cpu"]
+    assert not (root / "traces").exists()  # the run saved nothing: --no-save-results unless asked
+    records = [verdict["phases"] for verdict in costs["verdicts"]]
+    for phases in records:
+        assert phases["build_s"] > 0 and phases["checks_s"] > 0 and phases["timed_s"] > 0 and phases["draws_s"] > 0
+        assert sum(phases[name] for name in PHASES) <= phases["total_s"]  # nested phases counted once
+    assert sum(phases["reference_s"] for phases in records) > 0  # the workload's reference, timed once
+    seconds = costs["seconds"]
+    assert seconds["setup_s"] > 0 and seconds["other_s"] >= 0
+    assert costs["evaluations_per_hour"] == pytest.approx(2 / costs["wall_s"] * 3600)
+    assert "where the time went" in done.stdout and "timed sessions" in done.stdout
+    if not torch.cuda.is_available():
+        assert "device busy: no GPU" in done.stdout and costs["device_busy"] == {}
