@@ -74,8 +74,8 @@ def busy_loop() -> None:
         pass
 
 
-def run(root: Path) -> dict[str, list[tuple[float, bool]]]:
-    """Per solution, (recorded latency, claim believed) of each workload."""
+def run(root: Path) -> dict[str, list[tuple[float, bool, float]]]:
+    """Per solution, (recorded latency, claim believed, the judge's clock per call) of each workload."""
     from flashinfer_bench.bench import Benchmark, BenchmarkConfig
     from flashinfer_bench.bench.runner import available_devices, persistent_runner
     from flashinfer_bench.data import TraceSet
@@ -84,14 +84,15 @@ def run(root: Path) -> dict[str, list[tuple[float, bool]]]:
     runner = persistent_runner(available_devices(), timeout_seconds=config.timeout_seconds)
     traces = Benchmark(TraceSet.from_path(root), config, runner_factory=lambda c: runner).run_all(
         save_results=False).traces["spin_add"]
-    results: dict[str, list[tuple[float, bool]]] = {}
+    results: dict[str, list[tuple[float, bool, float]]] = {}
     for trace in traces:
         evaluation = trace.evaluation
         if evaluation.performance is None:
             print(f"{trace.solution}: {evaluation.status.value} {evaluation.log[-300:]}")
             continue
+        clock = statistics.median(evaluation.performance.extra.get("judge_clock_ms") or [float("nan")])
         results.setdefault(trace.solution, []).append(
-            (evaluation.performance.latency_ms, "not believed" not in evaluation.log))
+            (evaluation.performance.latency_ms, "not believed" not in evaluation.log, clock))
     return results
 
 
@@ -114,7 +115,8 @@ def main() -> None:
         for loop in loops:
             loop.kill()
     rows = []
-    print(f"{'size':>6} {'honest ms':>10} {'believed':>9} {'liar ms':>10} {'believed':>9} {'liar gain':>10}"
+    print(f"{'size':>6} {'honest ms':>10} {'clock ms':>9} {'believed':>9} {'liar ms':>10} {'believed':>9} "
+          f"{'liar gain':>10}"
           f"   ({'busy host' if args.busy else 'quiet host'}, {len(loops)} busy loops)")
     for us in sizes:
         honest, liar = results.get(f"honest_{us}us", []), results.get(f"liar_{us}us", [])
@@ -122,10 +124,12 @@ def main() -> None:
             continue
         honest_ms = statistics.median(h[0] for h in honest)
         liar_ms = statistics.median(x[0] for x in liar)
-        row = {"size_us": us, "honest_ms": honest_ms, "honest_believed": all(h[1] for h in honest),
+        row = {"size_us": us, "honest_ms": honest_ms, "honest_clock_ms": statistics.median(h[2] for h in honest),
+               "honest_believed": all(h[1] for h in honest),
                "liar_ms": liar_ms, "liar_believed": any(x[1] for x in liar), "liar_gain": honest_ms / liar_ms}
         rows.append(row)
-        print(f"{us:>5}u {honest_ms:>10.4f} {str(row['honest_believed']):>9} {liar_ms:>10.4f} "
+        print(f"{us:>5}u {honest_ms:>10.4f} {row['honest_clock_ms']:>9.4f} {str(row['honest_believed']):>9} "
+              f"{liar_ms:>10.4f} "
               f"{str(row['liar_believed']):>9} {row['liar_gain']:>9.2f}x")
     if args.json:
         args.json.write_text(json.dumps({"busy": args.busy, "rows": rows}, indent=1))

@@ -53,6 +53,7 @@ def test_a_passed_trace_keeps_how_its_latency_was_measured_and_how_noisy_it_was(
     believed = 2 - extra.get("judge_estimated_trials", 0)
     assert extra["timing_method"] in methods and extra["samples"] == believed * 6 and believed >= 1
     assert len(extra["trial_latencies_ms"]) == 2 and extra["settings"]["iterations"] == 6
+    assert len(extra["judge_clock_ms"]) == 2 and all(ms >= 0 for ms in extra["judge_clock_ms"])
     low, high = extra["latency_ci95_ms"]
     assert 0 < low <= high and extra["latency_std_ms"] >= 0
     assert "reference_ci95_ms" in extra and "setup_latency_ms" not in extra  # timed here; no setup

@@ -126,6 +126,7 @@ def timing_extra(sessions: list[SessionLatency], cfg: ResolvedEvalConfig, setup_
         extra[key.SETUP_LATENCY_MS] = setup_ms
     if sessions:
         extra[key.TIMING_CONDITIONS] = dict(sessions[0].conditions)
+        extra[key.JUDGE_CLOCK_MS] = [round(s.clocked_ms, 6) for s in sessions]
         busiest = max(s.busy_fraction for s in sessions)
         if busiest > 0:
             extra[key.HOST_BUSY_FRACTION] = round(busiest, 4)

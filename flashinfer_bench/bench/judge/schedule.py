@@ -346,12 +346,12 @@ class TimedSchedule:
             recorded, what = least, f"the least the judge's clock allows ({least:.4f} ms)"
         else:
             return SessionLatency(claimed, setup, self._busy_notes(), list(samples), claim.conditions(),
-                                  self.busy_fraction)
+                                  self.busy_fraction, estimate)
         with_setup = f" and {setup:.4f} ms of setup" if setup is not None else ""
         return SessionLatency(recorded, None, [
             f"timing: the solution's process claimed {claimed:.4f} ms per call{with_setup}, {why}; {clocked}; "
             f"recorded {what} ({claim.method} claim not believed)", *self._busy_notes()], [], claim.conditions(),
-            self.busy_fraction)
+            self.busy_fraction, estimate)
 
     def _busy_notes(self) -> list[str]:
         if self.busy_fraction <= NOTED_BUSY_FRACTION:
@@ -377,5 +377,7 @@ class SessionLatency:
     conditions: dict[str, object]
     #: The share of the session's time a busy host held up the calls or the judge (judge/clock.py HostWatch).
     busy_fraction: float = 0.0
+    #: The judge's own estimate of the work per call (its clock: ``TimedSchedule.latency``).
+    clocked_ms: float = 0.0
 
 
