@@ -31,6 +31,10 @@ _FLUSH_FORCED = 1  # CUPTI_ACTIVITY_FLAG_FLUSH_FORCED: also deliver buffers that
 #: error, creating events) say nothing about a sample and only cost processing: about three in four of a
 #: harness's calls (benchmarks/cupti_costs.py).
 GPU_WORK_API = re.compile("Launch|Memcpy|Memset")
+#: Where cupti-python has no enum of API call ids (13.0 has none; 13.4 has them), the ids are named through CUPTI's
+#: own ``get_callback_name``: ids from 1 up to this one are asked about (CUDA 13's runtime and driver APIs hold
+#: fewer than 1,000 calls each).
+MAX_CALLBACK_ID = 2048
 
 
 class CuptiUnavailable(RuntimeError):
@@ -69,12 +73,36 @@ class _Session:
         """Every API call this cupti-python can choose records for, each kept only if it can put work on the GPU
         (``GPU_WORK_API``); none where it cannot choose (every call keeps its record then)."""
         choices = []
-        for cbids, enable in (("RuntimeApiTraceCbid", "activity_enable_runtime_api"),
-                              ("DriverApiTraceCbid", "activity_enable_driver_api")):
+        for domain, cbids, enable in (("RUNTIME_API", "RuntimeApiTraceCbid", "activity_enable_runtime_api"),
+                                      ("DRIVER_API", "DriverApiTraceCbid", "activity_enable_driver_api")):
             members, switch = getattr(self.cupti, cbids, None), getattr(self.cupti, enable, None)
-            if members is not None and switch is not None:
-                choices += [(switch, int(member), int(bool(GPU_WORK_API.search(member.name)))) for member in members]
+            if switch is None:
+                continue
+            named = [(member.name, int(member)) for member in members] if members is not None \
+                else self._callback_names(domain)
+            choices += [(switch, cbid, int(bool(GPU_WORK_API.search(name)))) for name, cbid in named]
         return choices
+
+    def _callback_names(self, domain_name: str) -> list[tuple[str, int]]:
+        """(name, id) of every API call of the domain, from CUPTI's ``get_callback_name`` (for a cupti-python
+        without the enums of ids; without that too, none: every call then keeps its record). Recording every
+        API call costs cupti-python 13.0 about 2 ms of record processing per timed call (benchmarks/cupti_costs.py,
+        docs/measurements.md), against 0.2 ms for the calls that can put work on the GPU."""
+        domain = getattr(getattr(self.cupti, "CallbackDomain", None), domain_name, None)
+        name_of = getattr(self.cupti, "get_callback_name", None)
+        if domain is None or name_of is None:
+            return []
+        named = []
+        for cbid in range(1, MAX_CALLBACK_ID + 1):
+            try:
+                name = name_of(int(domain), cbid)
+            except Exception:  # noqa: BLE001 - cupti.cuptiError for an id this CUPTI does not know
+                continue
+            if isinstance(name, bytes):
+                name = name.decode(errors="replace")
+            if name:
+                named.append((str(name), cbid))
+        return named
 
     def _choose_api_records(self) -> None:
         """After the API kinds are enabled (which records every call again, seen with CUPTI 13.0): keep the

@@ -188,6 +188,38 @@ def test_only_calls_that_put_work_on_the_gpu_leave_api_records(fresh_session):
     assert fake.api_choice_calls - calls == len(RuntimeCbid) - 1  # the refused INVALID is not asked again
 
 
+class CallbackDomain(enum.IntEnum):
+    DRIVER_API = 1
+    RUNTIME_API = 2
+
+
+class CuptiWithoutIdEnums(FakeCupti):
+    """As cupti-python 13.0 is: no enums of API call ids, but CUPTI's get_callback_name."""
+
+    RuntimeApiTraceCbid = None
+    DriverApiTraceCbid = None
+    CallbackDomain = CallbackDomain
+
+    def get_callback_name(self, domain, cbid):
+        ids = RuntimeCbid if domain == CallbackDomain.RUNTIME_API else DriverCbid
+        if cbid not in ids._value2member_map_:
+            raise RuntimeError("CUPTI_ERROR_INVALID_PARAMETER")
+        return ids(cbid).name.encode()
+
+
+def test_without_enums_of_call_ids_the_calls_are_named_through_cupti(fresh_session):
+    fake = CuptiWithoutIdEnums()
+    switched_off_while_measuring = []
+
+    def body(i):
+        switched_off_while_measuring.append(set(fake.api_switched_off))
+        fake.launch(100, 150)
+
+    cupti_timer.measure_cupti(fake, lambda i: None, body, range(2), torch.device("cpu"))
+    assert switched_off_while_measuring == [{"cudaDeviceSynchronize_v3020", "cudaGetDevice_v3020",
+                                             "cuCtxSynchronize"}] * 2
+
+
 def test_callbacks_registered_once_per_process(fresh_session):
     fake = FakeCupti()
     for _ in range(3):
