@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -11,6 +10,7 @@ from typing import Any, Protocol
 import torch
 
 from flashinfer_bench.bench.inputs import allocate_outputs
+from flashinfer_bench.bench.reference_arguments import ReferenceCall, reference_call
 from flashinfer_bench.data import Definition, Workload
 
 
@@ -55,29 +55,38 @@ class ValueReturning:
     destination_passing_style: bool = False
 
 
-def _by_keyword(fn: Callable[..., Any], names: tuple[str, ...], *args: Any) -> Any:
-    return fn(**dict(zip(names, args, strict=True)))
+@dataclass(frozen=True)
+class _ByKeyword:
+    """The reference called with the inputs (given in the definition's order) by keyword, as ``call`` says."""
+
+    fn: Callable[..., Any]
+    names: tuple[str, ...]
+    call: ReferenceCall
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(**self.call.keywords(dict(zip(self.names, args, strict=True))))
 
 
 def reference_callee(definition: Definition) -> ValueReturning:
-    """The definition's reference ``run``, called with the inputs in the definition's order.
+    """The definition's reference, called with the inputs in the definition's order.
 
-    A ``run`` whose parameters name the inputs in another order (four MoE definitions of the public dataset
-    take ``routing_bias`` second but list it last) is called by keyword, so each tensor reaches the parameter
-    of its name.
+    A reference whose leading parameters are the inputs in order is called as it is. Any other is called by
+    keyword (``reference_arguments``): a ``run`` that names the inputs in another order (four MoE definitions of
+    the public dataset take ``routing_bias`` second but list it last), and FlashInfer's references, which take
+    the API's arguments (fewer than the inputs, keyword-only ones, ``**kwargs``).
     """
     from flashinfer_bench.compile import build_reference
 
     fn = build_reference(definition)
     names = tuple(definition.inputs)
     try:
-        parameters = [p.name for p in inspect.signature(fn).parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):  # no introspectable signature: call it as it is
         return ValueReturning(fn)
-    if parameters[: len(names)] == list(names) or not set(names) <= set(parameters):
+    if any(p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL) for p in parameters) or \
+            [p.name for p in parameters][: len(names)] == list(names):
         return ValueReturning(fn)
-    return ValueReturning(functools.partial(_by_keyword, fn, names))
+    return ValueReturning(_ByKeyword(fn, names, reference_call(definition, fn)))
 
 
 @dataclass(frozen=True)
