@@ -113,10 +113,11 @@ def clone_inputs(inputs: Sequence[Any]) -> list[Any]:
 
 
 def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Bitwise equality, so that NaN inputs compare equal to themselves."""
+    """Bitwise equality, so that NaN inputs compare equal to themselves (flattened first: a 0-dim tensor, a
+    scalar input given as a tensor, cannot be viewed as bytes)."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+    return torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8))
 
 
 def written_inputs(names: Sequence[str], pristine: Sequence[Any], used: Sequence[Any]) -> dict[str, Any]:
