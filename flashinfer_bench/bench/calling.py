@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import torch
 
-from flashinfer_bench.bench.inputs import allocate_outputs
+from flashinfer_bench.bench.inputs import allocate_outputs, holds_floats
 from flashinfer_bench.bench.reference_arguments import ReferenceCall, reference_call
 from flashinfer_bench.data import Definition, Workload
 
@@ -27,10 +27,8 @@ def setup_of(callee: Callee) -> Callable[..., Any] | None:
 def layout_inputs(definition: Definition, inputs: Sequence[Any]) -> dict[str, Any]:
     """The inputs a setup is given, by name: those that describe the problem's layout (integer and boolean
     tensors, scalars), never its floating-point data, so no output can be computed ahead of a call."""
-    from flashinfer_bench.data import DType
-
     return {name: value for (name, spec), value in zip(definition.inputs.items(), inputs, strict=True)
-            if not (isinstance(value, torch.Tensor) and DType(spec.dtype).is_floating)}
+            if not (isinstance(value, torch.Tensor) and holds_floats(spec, value))}
 
 
 def set_up(callee: Callee, definition: Definition, inputs: Sequence[Any]) -> dict[str, Any]:

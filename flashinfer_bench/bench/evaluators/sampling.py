@@ -41,6 +41,7 @@ from flashinfer_bench.bench.calling import Callee, clone_inputs, invoke
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.evaluators.evaluator import Baseline, CorrectnessResult, Evaluator, TimedCheck
 from flashinfer_bench.bench.harness import seeded
+from flashinfer_bench.bench.inputs import holds_floats
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.solution import SolutionHandle
 from flashinfer_bench.bench.seeds import stable_seed
@@ -65,7 +66,7 @@ def probabilities(definition: Definition, inputs: list[Any]) -> torch.Tensor:
     """The first floating tensor input (the probabilities; softmax of it where it is named ``logits``), as rows
     of the vocabulary."""
     for (name, spec), value in zip(definition.inputs.items(), inputs, strict=True):
-        if isinstance(value, torch.Tensor) and DType(spec.dtype).is_floating and value.dim() >= 1:
+        if isinstance(value, torch.Tensor) and holds_floats(spec, value) and value.dim() >= 1:
             rows = value.reshape(-1, value.shape[-1])
             return torch.softmax(rows.double(), dim=1) if name == "logits" else rows
     raise ValueError(f"definition '{definition.name}' has no floating tensor input to take the vocabulary size from")
