@@ -13,16 +13,24 @@ and reference must run once on this device; the first that fails is the one line
 
     python benchmarks/flashinfer_dumps_check.py --out dumps_check.json            # every definition, on the GPU
     python benchmarks/flashinfer_dumps_check.py --device cpu --definitions rmsnorm_h4096 softmax_v32000
+    python benchmarks/flashinfer_dumps_check.py --definitions 'moe_*' 'gqa_*'      # in parts, by glob
 
-Prints one line per definition (``reference PASSED, perturbed INCORRECT_NUMERICAL``, or ``cannot run: why``;
-for a definition with a ``check``, also what its check says of both, run in-process) and the counts; writes the same as JSON to ``--out``. Exit status 1 when a definition that ran is not as expected.
+Prints one line per definition as soon as it is known (``reference PASSED, perturbed INCORRECT_NUMERICAL``, or
+``cannot run: why``; for a definition with a ``check``, also what its check says of both, run in-process): those
+that cannot run while the checks go on, the others as the harness gives both solutions' verdicts. Then the
+counts; writes the same as JSON to ``--out``. ``--timeout`` bounds each (solution, workload) in the harness and
+each definition's checks here (its ``init``, reference and ``check`` run in-process): a definition that takes
+longer cannot run, saying so. Exit status 1 when a definition that ran is not as expected.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fnmatch
 import json
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -42,12 +50,32 @@ OP_TYPE_CONFIG = {"moe": {"required_matched_ratio": 0.95}}
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dumps", type=Path, default=DEFAULT_DUMPS, help="FlashInfer's dumps (definitions/)")
-    parser.add_argument("--definitions", nargs="+", help="only these definitions (default: all)")
+    parser.add_argument("--definitions", nargs="+", help="only these definitions, by name or glob (default: all)")
     parser.add_argument("--device", default=None, help="cuda:0 or cpu (default: cuda:0 when there is a GPU)")
     parser.add_argument("--out", type=Path, help="write the JSON summary here")
     parser.add_argument("--workdir", type=Path, help="build the trace set here (kept) instead of a temp folder")
-    parser.add_argument("--timeout", type=int, default=600, help="seconds per (solution, workload)")
+    parser.add_argument("--timeout", type=int, default=600,
+                        help="seconds per (solution, workload), and for each definition's checks here")
     return parser.parse_args(argv)
+
+
+def selected(name: str, patterns: list[str] | None) -> bool:
+    return not patterns or any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int):
+    """TimeoutError in this (the main) thread once ``seconds`` have passed (raised when Python code runs next)."""
+    def expire(signum, frame):
+        raise TimeoutError(f"took more than {seconds} s here (--timeout)")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def why_not(definition, device: str):
@@ -127,69 +155,114 @@ def _config(names: list[str], opts: argparse.Namespace):
                                    num_trials=1, timeout_seconds=opts.timeout, op_type_config=OP_TYPE_CONFIG)
 
 
-def run_all(root: Path, names: list[str], opts: argparse.Namespace) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
-    """Each definition's solutions' statuses from one Benchmark over all of them (one runner start), and the
-    definitions the harness could not even list and group work for (each said in one line)."""
+def _status(trace) -> str:
+    status = trace.evaluation.status.value
+    if status not in ("PASSED", "INCORRECT_NUMERICAL"):
+        status += ": " + " ".join(trace.evaluation.log.split())[-200:]
+    return status
+
+
+class Verdicts:
+    """The Benchmark's progress reporter: each definition's solutions' statuses, handed to ``done`` the moment
+    both of its solutions have one (the rest, with what they have, when the run finishes)."""
+
+    def __init__(self, names: list[str], expected: int, done) -> None:
+        self.statuses: dict[str, dict[str, str]] = {name: {} for name in names}
+        self.expected, self.done, self.reported = expected, done, set()
+
+    def start(self, total: int) -> None:
+        pass
+
+    def advance(self, trace) -> None:
+        seen = self.statuses.setdefault(trace.definition, {})
+        seen[trace.solution] = _status(trace)
+        if len(seen) >= self.expected and trace.definition not in self.reported:
+            self.reported.add(trace.definition)
+            self.done(trace.definition, seen)
+
+    def finish(self) -> None:
+        for name, seen in self.statuses.items():
+            if name not in self.reported:
+                self.reported.add(name)
+                self.done(name, seen)
+
+
+def run_all(root: Path, names: list[str], opts: argparse.Namespace, done, refuse) -> None:
+    """One Benchmark over the definitions (one runner start); ``done(name, statuses)`` is called for each as its
+    solutions' verdicts come, ``refuse(name, why)`` for each the harness could not even list and group work for."""
     from flashinfer_bench.bench import Benchmark
     from flashinfer_bench.data import TraceSet
 
     trace_set = TraceSet.from_path(root)
-    refused: dict[str, str] = {}
+    accepted = []
     for name in names:  # listing and grouping the work reads each definition (its evaluator, its tensors' sizes)
         try:
             Benchmark(trace_set, _config([name], opts)).work_groups()
         except Exception as exc:
-            refused[name] = _failure(exc)
-    accepted = [name for name in names if name not in refused]
-    statuses: dict[str, dict[str, str]] = {name: {} for name in accepted}
+            refuse(name, _failure(exc))
+        else:
+            accepted.append(name)
     if accepted:
-        benchmark = Benchmark(trace_set, _config(accepted, opts))
-        for trace in benchmark.iter_new_traces(benchmark.run_all(save_results=True)):
-            assert trace.evaluation is not None and trace.solution is not None
-            status = trace.evaluation.status.value
-            if status not in ("PASSED", "INCORRECT_NUMERICAL"):
-                status += ": " + " ".join(trace.evaluation.log.split())[-200:]
-            statuses[trace.definition][trace.solution] = status
-    return statuses, refused
+        progress = Verdicts(accepted, expected=2, done=done)  # the reference and its perturbed copy
+        Benchmark(trace_set, _config(accepted, opts), progress=progress).run_all(save_results=True)
+
+
+def line(name: str, row: dict) -> str:
+    if not row["ran"]:
+        return f"{name}  cannot run: {row['why']}"
+    verdict = "as expected" if row["as_expected"] else "NOT as expected"
+    own = f"; {row['check']}" if "check" in row else ""
+    return f"{name}  reference {row['reference']}, perturbed {row['perturbed']}  ({verdict}){own}"
 
 
 def check(opts: argparse.Namespace, root: Path) -> dict[str, dict]:
+    """Every selected definition's row, each printed (and flushed) the moment it is known."""
     from flashinfer_bench.data import TraceSet
     from flashinfer_bench.tools.reference_solutions import perturbed_solution_name, reference_solution_name
 
-    dumps = TraceSet.from_path(opts.dumps)
     rows: dict[str, dict] = {}
+
+    def say(name: str, row: dict) -> None:
+        rows[name] = row
+        print(line(name, row), flush=True)
+
+    dumps = TraceSet.from_path(opts.dumps)
     for problem in dumps.problems:
         name = Path(problem.path or "?").stem
-        if not opts.definitions or name in opts.definitions:
-            rows[name] = {"ran": False, "why": f"does not load: {problem.expected}"}
+        if selected(name, opts.definitions):
+            say(name, {"ran": False, "why": f"does not load: {problem.expected}"})
     ready: dict[str, dict] = {}
     for name, definition in sorted(dumps.definitions.items()):
-        if opts.definitions and name not in opts.definitions:
+        if not selected(name, opts.definitions):
             continue
-        workload, why = why_not(definition, opts.device)
+        try:
+            with time_limit(opts.timeout):
+                workload, why = why_not(definition, opts.device)
+        except TimeoutError as exc:  # between the steps why_not says in one line itself
+            workload, why = None, f"TimeoutError: {exc}"
         if workload is None:
-            rows[name] = {"ran": False, "why": why}
+            say(name, {"ran": False, "why": why})
             continue
         prepare(root, definition, workload)
         ready[name] = {"axes": workload.axes}
         try:
-            verdicts = check_verdicts(definition, workload, opts.device)
+            with time_limit(opts.timeout):
+                verdicts = check_verdicts(definition, workload, opts.device)
         except Exception as exc:  # the check's own failure, said in one line
             verdicts = "check could not run: " + " ".join(traceback.format_exception_only(exc)[-1].split())[:200]
         if verdicts is not None:
             ready[name]["check"] = verdicts
-    start = time.perf_counter()
-    statuses, refused = run_all(root, sorted(ready), opts)
-    for name, why in refused.items():
-        rows[name] = {"ran": False, "why": why}
-    for name, seen in statuses.items():
+
+    def done(name: str, seen: dict[str, str]) -> None:
         definition = dumps.definitions[name]
         reference = seen.get(reference_solution_name(definition), "no trace")
         perturbed = seen.get(perturbed_solution_name(definition), "no trace")
-        rows[name] = {"ran": True, **ready[name], "reference": reference, "perturbed": perturbed,
-                      "as_expected": reference == "PASSED" and not perturbed.startswith("PASSED")}
-    print(f"harness run: {time.perf_counter() - start:.0f} s", file=sys.stderr)
+        say(name, {"ran": True, **ready[name], "reference": reference, "perturbed": perturbed,
+                   "as_expected": reference == "PASSED" and not perturbed.startswith("PASSED")})
+
+    start = time.perf_counter()
+    run_all(root, sorted(ready), opts, done, lambda name, why: say(name, {"ran": False, "why": why}))
+    print(f"harness run: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
     return rows
 
 
@@ -205,14 +278,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if opts.workdir is None:
             shutil.rmtree(root, ignore_errors=True)
-    width = max((len(name) for name in rows), default=10)
-    for name, row in sorted(rows.items()):
-        if row["ran"]:
-            verdict = "as expected" if row["as_expected"] else "NOT as expected"
-            own = f"; {row['check']}" if "check" in row else ""
-            print(f"{name:<{width}}  reference {row['reference']}, perturbed {row['perturbed']}  ({verdict}){own}")
-        else:
-            print(f"{name:<{width}}  cannot run: {row['why']}")
     ran = [row for row in rows.values() if row["ran"]]
     good = sum(row["as_expected"] for row in ran)
     print(f"\n{len(rows)} definitions on {opts.device}: {len(ran)} ran, {good} as expected "

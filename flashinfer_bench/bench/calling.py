@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -10,7 +9,8 @@ from typing import Any, Protocol
 
 import torch
 
-from flashinfer_bench.bench.inputs import allocate_outputs
+from flashinfer_bench.bench.inputs import allocate_outputs, holds_floats
+from flashinfer_bench.bench.reference_arguments import ReferenceCall, reference_call
 from flashinfer_bench.data import Definition, Workload
 
 
@@ -27,10 +27,8 @@ def setup_of(callee: Callee) -> Callable[..., Any] | None:
 def layout_inputs(definition: Definition, inputs: Sequence[Any]) -> dict[str, Any]:
     """The inputs a setup is given, by name: those that describe the problem's layout (integer and boolean
     tensors, scalars), never its floating-point data, so no output can be computed ahead of a call."""
-    from flashinfer_bench.data import DType
-
     return {name: value for (name, spec), value in zip(definition.inputs.items(), inputs, strict=True)
-            if not (isinstance(value, torch.Tensor) and DType(spec.dtype).is_floating)}
+            if not (isinstance(value, torch.Tensor) and holds_floats(spec, value))}
 
 
 def set_up(callee: Callee, definition: Definition, inputs: Sequence[Any]) -> dict[str, Any]:
@@ -55,29 +53,38 @@ class ValueReturning:
     destination_passing_style: bool = False
 
 
-def _by_keyword(fn: Callable[..., Any], names: tuple[str, ...], *args: Any) -> Any:
-    return fn(**dict(zip(names, args, strict=True)))
+@dataclass(frozen=True)
+class _ByKeyword:
+    """The reference called with the inputs (given in the definition's order) by keyword, as ``call`` says."""
+
+    fn: Callable[..., Any]
+    names: tuple[str, ...]
+    call: ReferenceCall
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(**self.call.keywords(dict(zip(self.names, args, strict=True))))
 
 
 def reference_callee(definition: Definition) -> ValueReturning:
-    """The definition's reference ``run``, called with the inputs in the definition's order.
+    """The definition's reference, called with the inputs in the definition's order.
 
-    A ``run`` whose parameters name the inputs in another order (four MoE definitions of the public dataset
-    take ``routing_bias`` second but list it last) is called by keyword, so each tensor reaches the parameter
-    of its name.
+    A reference whose leading parameters are the inputs in order is called as it is. Any other is called by
+    keyword (``reference_arguments``): a ``run`` that names the inputs in another order (four MoE definitions of
+    the public dataset take ``routing_bias`` second but list it last), and FlashInfer's references, which take
+    the API's arguments (fewer than the inputs, keyword-only ones, ``**kwargs``).
     """
     from flashinfer_bench.compile import build_reference
 
     fn = build_reference(definition)
     names = tuple(definition.inputs)
     try:
-        parameters = [p.name for p in inspect.signature(fn).parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):  # no introspectable signature: call it as it is
         return ValueReturning(fn)
-    if parameters[: len(names)] == list(names) or not set(names) <= set(parameters):
+    if any(p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL) for p in parameters) or \
+            [p.name for p in parameters][: len(names)] == list(names):
         return ValueReturning(fn)
-    return ValueReturning(functools.partial(_by_keyword, fn, names))
+    return ValueReturning(_ByKeyword(fn, names, reference_call(definition, fn)))
 
 
 @dataclass(frozen=True)
@@ -104,10 +111,11 @@ def clone_inputs(inputs: Sequence[Any]) -> list[Any]:
 
 
 def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Bitwise equality, so that NaN inputs compare equal to themselves."""
+    """Bitwise equality, so that NaN inputs compare equal to themselves (flattened first: a 0-dim tensor, a
+    scalar input given as a tensor, cannot be viewed as bytes)."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+    return torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8))
 
 
 def written_inputs(names: Sequence[str], pristine: Sequence[Any], used: Sequence[Any]) -> dict[str, Any]:

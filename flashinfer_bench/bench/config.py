@@ -36,9 +36,10 @@ EVAL_FIELDS = ("warmup_runs", "iterations", "num_trials", "rtol", "atol", "requi
 #: documents them. A custom evaluator declares its own in a class attribute ``extra_keys`` (a tuple of names),
 #: which ``known_extra_keys`` collects from the registered evaluators.
 EXTRA_KEYS: Mapping[str, str] = {
-    "sampling_validation_trials": "SamplingEvaluator: draws per trial scored by total variation distance "
+    "sampling_validation_trials": "SamplingEvaluator: the solution's draws per trial in the distribution test "
                                   "(default 100)",
-    "sampling_tvd_threshold": "SamplingEvaluator: the largest mean total variation distance that passes (0.2)",
+    "sampling_significance": "SamplingEvaluator: the chance that a correct sampler fails the distribution test "
+                             "(1e-4)",
     "timed_check_probability": "every evaluator: the chance that a timed call's outputs are checked (0.125)",
 }
 #: Op types a config may tune without the trace set holding one: those of the public FlashInfer-Trace layout

@@ -41,6 +41,7 @@ from typing import Any
 
 import torch
 
+from flashinfer_bench.bench.reference_arguments import ReferenceArgumentError, reference_call
 from flashinfer_bench.data import Definition, DType, Workload
 from flashinfer_bench.data.entry_points import SourceKind, entry_point
 
@@ -274,25 +275,13 @@ def _output_axes(definition: Definition, made: InitInputs) -> dict[str, int]:
 
 def reference_keywords(definition: Definition, function: Callable[..., Any], values: Mapping[str, Any]
                        ) -> dict[str, Any]:
-    """The reference's arguments by keyword: each parameter named like an input takes it; parameters named
-    like no input take the inputs no parameter names, in order (FlashInfer's references sometimes call an
-    input by the API's name, ``input`` for ``hidden_states``); absent inputs are left out so the reference's
-    own defaults apply. Raises DefinitionCodeError naming a required parameter nothing gives."""
-    parameters = inspect.signature(function).parameters
-    named = [name for name, p in parameters.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD,
-                                                                    p.KEYWORD_ONLY)]
-    keywords = {name: values[name] for name in named if values.get(name) is not None}
-    unnamed = [name for name in named if name not in definition.inputs]
-    spare = [name for name in definition.inputs if name not in parameters]
-    for parameter, name in zip(unnamed, spare, strict=False):
-        if values.get(name) is not None:
-            keywords[parameter] = values[name]
-    missing = [name for name, p in parameters.items() if p.default is p.empty and name not in keywords
-               and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    if missing:
-        raise DefinitionCodeError(f"the reference of {definition.name} needs {missing}, which no input gives"
-                                  + (" (init does not make them)" if definition.init is not None else ""))
-    return keywords
+    """The reference's arguments by keyword (``reference_arguments``'s rule): absent inputs are left out so the
+    reference's own defaults apply. Raises DefinitionCodeError naming a required parameter nothing gives."""
+    try:
+        return reference_call(definition, function).keywords(values)
+    except ReferenceArgumentError as exc:
+        raise DefinitionCodeError(str(exc) + (" (init does not make them)" if definition.init is not None else "")) \
+            from None
 
 
 def call_reference(definition: Definition, values: Mapping[str, Any]) -> tuple[Any, ...]:

@@ -32,6 +32,14 @@ RANDOM_INT_RANGE = (0, 64)
 _DRAWN_DIRECTLY = frozenset({DType.FLOAT32, DType.FLOAT16, DType.BFLOAT16})
 
 
+def holds_floats(spec: TensorSpec, value: Any) -> bool:
+    """Whether an input or output holds floating-point values: as its dtype says, or for a dtype FlashInfer left
+    open (``unknown``), as the tensor itself is (and never for a value that is not a tensor)."""
+    if spec.is_open:
+        return isinstance(value, torch.Tensor) and value.is_floating_point()
+    return DType(spec.dtype).is_floating
+
+
 def _random_tensor(spec: TensorSpec, shape: tuple[int, ...], name: str, definition: Definition,
                    device: torch.device, generator: torch.Generator) -> torch.Tensor:
     dtype = DType(spec.dtype)
@@ -61,8 +69,9 @@ def blob_order_axes(spec: TensorSpec, shape: tuple[int, ...] | None, name: str,
                     definition: Definition) -> tuple[int, ...]:
     """The axes along which a blob input is reordered for each draw: every axis longer than one of a
     floating-point tensor; none for an integer or bool tensor (its values are structure) or an input a
-    constraint names (the definition says its values matter)."""
-    if not DType(spec.dtype).is_floating or shape is None:
+    constraint names (the definition says its values matter). An input of an open dtype (FlashInfer's
+    ``unknown``: index arrays chosen at plan time) is taken as structure too."""
+    if spec.is_open or not DType(spec.dtype).is_floating or shape is None:
         return ()
     if any(name in constraint.names for constraint in definition.parsed_constraints):
         return ()
@@ -231,7 +240,7 @@ def _blob_tensor(source: SafetensorsInput, name: str, spec: TensorSpec, shape: t
     once into ``blobs``: the tensor kept there, which a caller copies before handing it out."""
     key = (str(source.path), source.tensor_key, device)
     if key not in blobs:
-        tensor, problem = read_blob_tensor(source, DType(spec.dtype), shape, root)
+        tensor, problem = read_blob_tensor(source, spec.dtype, shape, root)
         if problem is not None:
             raise ValueError(f"input '{name}': {problem}")
         blobs[key] = tensor.to(device)

@@ -46,6 +46,13 @@ def input_layouts(definition: Definition, workload: Workload, names: Iterable[st
 
 
 def _layouts(definition: Definition, workload: Workload, specs: Iterable) -> list[TensorLayout]:
+    """Raises ValueError for a tensor whose dtype FlashInfer left open (``unknown``): its bytes have no type to be
+    read as (the parent refuses such outputs as a workload problem before any run)."""
+    specs = list(specs)
+    open_types = [f"'{name}' ({spec.dtype.value})" for name, spec in specs if spec.is_open]
+    if open_types:
+        raise ValueError(f"{definition.name}: {', '.join(open_types)} name no element type, so the judge cannot "
+                         "read their bytes")
     axes = definition.bind_axes(workload.axes)
     return [TensorLayout(name, DType(spec.dtype).to_torch(), definition.shape_of(spec, axes) or ())
             for name, spec in specs]

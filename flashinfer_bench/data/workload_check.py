@@ -101,7 +101,7 @@ def blob_path(source: SafetensorsInput, root: str | Path | None) -> tuple[Path |
     return path, None
 
 
-def read_blob_tensor(source: SafetensorsInput, dtype: DType, shape: tuple[int, ...] | None,
+def read_blob_tensor(source: SafetensorsInput, dtype: DType | OpenDType, shape: tuple[int, ...] | None,
                      root: str | Path | None) -> tuple[Any, str | None]:
     """(tensor on the CPU, None), or (None, what is wrong with the blob) for a missing file, a file that is
     not safetensors, a missing key, or a tensor of another dtype or shape than the definition says."""

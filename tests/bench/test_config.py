@@ -20,7 +20,7 @@ def test_default_loads_bundled_yaml_with_overrides():
     config = BenchmarkConfig.default(timeout_seconds=600)
     assert config.timeout_seconds == 600
     assert config.op_type_config["moe"].required_matched_ratio == 0.95
-    assert config.op_type_config["sampling"].extra == {"sampling_validation_trials": 100, "sampling_tvd_threshold": 0.2}
+    assert config.op_type_config["sampling"].extra == {"sampling_validation_trials": 100, "sampling_significance": 1e-4}
 
 
 def test_resolution_order_and_extra_merge():

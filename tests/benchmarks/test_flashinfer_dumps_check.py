@@ -1,6 +1,8 @@
-"""benchmarks/flashinfer_dumps_check.py on the CPU, on a few of FlashInfer's dumps: a definition that can run
-gives its reference PASSED and the perturbed copy not; the others say in one line why they cannot."""
+"""benchmarks/flashinfer_dumps_check.py on the CPU, on a few of FlashInfer's dumps (chosen by name and by glob):
+a definition that can run gives its reference PASSED and the perturbed copy not; the others say in one line why
+they cannot, printed before the harness runs."""
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -16,15 +18,33 @@ pytestmark = [pytest.mark.slow,  # starts the harness's worker: tens of seconds
 
 def test_the_check_runs_on_the_cpu_and_says_why_for_the_rest(tmp_path):
     out = tmp_path / "summary.json"
-    command = [sys.executable, str(SCRIPT), "--device", "cpu", "--out", str(out), "--definitions", "rmsnorm_h4096",
-               "gemma_rmsnorm_h4608", "rope_h32_kv8_d128", "gemm_fp8_N1536_K7168", "trtllm_gen_routing_e256_k8_t8"]
+    command = [sys.executable, str(SCRIPT), "--device", "cpu", "--out", str(out), "--definitions", "rmsnorm_h4*",
+               "gemma_rmsnorm_h4608", "rope_h32_kv8_d128", "gemm_fp8_N1536_K7168", "trtllm_gen_routing_e256_k8_t8",
+               "layernorm_quant_h768"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=child_env(), cwd=REPO)
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     rows = json.loads(out.read_text())["definitions"]
-    for name in ("rmsnorm_h4096", "gemma_rmsnorm_h4608"):
+    assert set(rows) == {"rmsnorm_h4096", "gemma_rmsnorm_h4608", "rope_h32_kv8_d128", "gemm_fp8_N1536_K7168",
+                         "trtllm_gen_routing_e256_k8_t8", "layernorm_quant_h768"}
+    for name in ("rmsnorm_h4096", "gemma_rmsnorm_h4608", "layernorm_quant_h768"):  # the last has a 0-dim input
         assert rows[name]["ran"] and rows[name]["reference"] == "PASSED", rows[name]
         assert rows[name]["perturbed"] == "INCORRECT_NUMERICAL", rows[name]
     assert "_rope_freqs" in rows["rope_h32_kv8_d128"]["why"]
     assert "names axis 'K_div_block_size'" in rows["gemm_fp8_N1536_K7168"]["why"]
     assert "no reference" in rows["trtllm_gen_routing_e256_k8_t8"]["why"]
-    assert "5 definitions on cpu: 2 ran, 2 as expected" in done.stdout
+    assert "6 definitions on cpu: 3 ran, 3 as expected" in done.stdout
+    lines = done.stdout.splitlines()
+    order = [next(i for i, text in enumerate(lines) if text.startswith(name + "  ")) for name in rows]
+    assert all(sum(text.startswith(name + "  ") for text in lines) == 1 for name in rows)  # one line each
+    cannot = [at for name, at in zip(rows, order, strict=True) if not rows[name]["ran"]]
+    assert max(cannot) < min(at for name, at in zip(rows, order, strict=True) if rows[name]["ran"])
+
+
+def test_a_definition_s_checks_are_stopped_at_the_time_limit():
+    spec = importlib.util.spec_from_file_location("flashinfer_dumps_check", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    with pytest.raises(TimeoutError, match="more than 1 s"), script.time_limit(1):
+        while True:
+            pass
+    assert script.selected("top_k_sampling_v128256", ["top_k_*"]) and not script.selected("top_p_x", ["top_k_*"])

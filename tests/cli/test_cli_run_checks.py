@@ -40,7 +40,7 @@ def test_mistyped_names_in_the_yaml_are_status_2_each_on_its_line(tmp_path, caps
     root = rmsnorm_set(tmp_path / "set")
     config = tmp_path / "c.yaml"
     config.write_text("extra:\n  timed_check_probabilty: 0.5\nop_type_config:\n  rmsnrom:\n    rtol: 0.1\n"
-                      "  sampling:\n    extra:\n      sampling_tvd_treshold: 0.3\n"
+                      "  sampling:\n    extra:\n      sampling_significanse: 0.001\n"
                       "definition_config:\n  rmsnorm_h4069:\n    rtol: 0.1\n")
     assert main(["run", "--local", str(root), "--config", str(config), *FAST]) == 2
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
@@ -49,7 +49,7 @@ def test_mistyped_names_in_the_yaml_are_status_2_each_on_its_line(tmp_path, caps
     text = "\n".join(lines)
     assert "'definition_config.rmsnorm_h4069'" in text and "did you mean 'rmsnorm_h4096'?" in text
     assert "'op_type_config.rmsnrom'" in text and "did you mean 'rmsnorm'?" in text
-    assert "'op_type_config.sampling.extra.sampling_tvd_treshold'" in text and "'sampling_tvd_threshold'" in text
+    assert "'op_type_config.sampling.extra.sampling_significanse'" in text and "'sampling_significance'" in text
     assert "'extra.timed_check_probabilty'" in text and "'timed_check_probability'" in text
     assert not (root / "traces").exists()
 

@@ -48,7 +48,7 @@ op_type_config:
   sampling:
     extra:
       sampling_validation_trials: 25
-      sampling_tvd_threshold: 0.2
+      sampling_significance: 1.0e-4
 """
 GIB = 1 << 30
 #: At most this share of the machine's memory (GPU memory where there is a GPU) for one definition's run.

@@ -2,9 +2,12 @@
 
 Correctness: for each trial the reference is drawn ``REFERENCE_DRAW_FACTOR`` times as often as the solution, to
 estimate the expected distribution with little noise of its own; the solution is drawn
-``sampling_validation_trials`` times. The verdict is the mean over batch rows of the total variation distance
-between the two per-row histograms. The draws are seeded (torch's generators, forked so the process's own state
-is untouched) by trial and role, so the same inputs are judged the same way on any worker.
+``sampling_validation_trials`` times. The verdict is a chi-square test of homogeneity of the two samples, on
+tokens merged into bins by their probability (``homogeneity``), summed over rows and trials: it fails when a
+correct sampler would give so large a statistic with probability below ``sampling_significance``, whatever the
+vocabulary's size (a token-by-token comparison of 100 draws over 128k tokens fails honest samplers). The draws
+are seeded (torch's generators, forked so the process's own state is untouched) by trial and role, so the same
+inputs are judged the same way on any worker.
 
 Timed calls: every call is picked and gets fresh probabilities, so a sample kept from an earlier call (or any
 sample that ignores its inputs: a skipped call's stale buffer) is a token chosen independently of them. Drawn
@@ -40,14 +43,17 @@ import torch
 from flashinfer_bench.bench.calling import Callee, clone_inputs, invoke
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.evaluators.evaluator import Baseline, CorrectnessResult, Evaluator, TimedCheck
+from flashinfer_bench.bench.evaluators.homogeneity import Homogeneity, homogeneity
 from flashinfer_bench.bench.harness import seeded
+from flashinfer_bench.bench.inputs import holds_floats
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.solution import SolutionHandle
 from flashinfer_bench.bench.seeds import stable_seed
 from flashinfer_bench.data import Correctness, Definition, DType, EvaluationStatus
 
 DEFAULT_VALIDATION_TRIALS = 100
-DEFAULT_TVD_THRESHOLD = 0.2
+#: The chance that a correct sampler fails the distribution test (its false-failure rate).
+DEFAULT_SIGNIFICANCE = 1e-4
 REFERENCE_DRAW_FACTOR = 4
 #: How many standard deviations below honest sampling's expectation the timed samples' score must fall to fail.
 TIMED_SCORE_SIGMAS = 5.0
@@ -65,7 +71,7 @@ def probabilities(definition: Definition, inputs: list[Any]) -> torch.Tensor:
     """The first floating tensor input (the probabilities; softmax of it where it is named ``logits``), as rows
     of the vocabulary."""
     for (name, spec), value in zip(definition.inputs.items(), inputs, strict=True):
-        if isinstance(value, torch.Tensor) and DType(spec.dtype).is_floating and value.dim() >= 1:
+        if isinstance(value, torch.Tensor) and holds_floats(spec, value) and value.dim() >= 1:
             rows = value.reshape(-1, value.shape[-1])
             return torch.softmax(rows.double(), dim=1) if name == "logits" else rows
     raise ValueError(f"definition '{definition.name}' has no floating tensor input to take the vocabulary size from")
@@ -142,13 +148,6 @@ def reference_histogram(reference: Callee, ctx: EvaluationContext, inputs: list[
         samples = [invoke(reference, ctx.definition, ctx.workload, clone_inputs(inputs), ctx.device)[0]
                    for _ in range(draws)]
     return histogram([torch.as_tensor(s) for s in samples], vocab_size(ctx.definition, inputs))
-
-
-def total_variation(p_counts: torch.Tensor, q_counts: torch.Tensor) -> torch.Tensor:
-    """Per-row TVD between two count tables."""
-    p = p_counts / p_counts.sum(dim=1, keepdim=True)
-    q = q_counts / q_counts.sum(dim=1, keepdim=True)
-    return 0.5 * (p - q).abs().sum(dim=1)
 
 
 class SamplingTimedCheck(TimedCheck):
@@ -301,17 +300,22 @@ class SamplingEvaluator(Evaluator):
         if "histograms" not in baseline.extra:
             raise ValueError("the sampling evaluator needs the baseline built by SamplingEvaluator.build_baseline")
         draws = int(ctx.config.extra.get("sampling_validation_trials", DEFAULT_VALIDATION_TRIALS))
-        threshold = float(ctx.config.extra.get("sampling_tvd_threshold", DEFAULT_TVD_THRESHOLD))
-        worst = 0.0
-        for trial, ref_hist in enumerate(baseline.extra["histograms"]):
+        significance = float(ctx.config.extra.get("sampling_significance", DEFAULT_SIGNIFICANCE))
+        test = Homogeneity()
+        for trial, (inputs, ref_hist) in enumerate(zip(baseline.inputs, baseline.extra["histograms"], strict=True)):
             result = solution.call(ctx.trial_seed(trial), repeat=draws, rng_seed=draw_seed(trial, "solution"))
             hist = histogram([outputs[0] for outputs in result.outputs], ref_hist.shape[1])
             if bool((hist < 0).any()):
                 return CorrectnessResult(EvaluationStatus.INCORRECT_NUMERICAL, message="a sample is outside [0, vocab)")
-            worst = max(worst, float(total_variation(hist, ref_hist.to(hist.device)).mean()))
-        correctness = Correctness(max_relative_error=worst, max_absolute_error=worst,
-                                  extra={"tvd": worst, "tvd_threshold": threshold, "draws": draws})
-        if worst > threshold:
-            return CorrectnessResult(EvaluationStatus.INCORRECT_NUMERICAL, correctness,
-                                     f"total variation distance {worst:.3f} > threshold {threshold}")
+            test = test + homogeneity(probabilities(ctx.definition, inputs), ref_hist, hist)
+        p_value = test.p_value
+        correctness = Correctness(max_relative_error=test.tvd, max_absolute_error=test.tvd,
+                                  extra={"tvd": test.tvd, "chi2": test.statistic, "df": test.df, "p_value": p_value,
+                                         "significance": significance, "draws": draws})
+        if p_value < significance:
+            return CorrectnessResult(
+                EvaluationStatus.INCORRECT_NUMERICAL, correctness,
+                f"the samples do not follow the reference's distribution (chi-square {test.statistic:.1f} on "
+                f"{test.df} degrees of freedom: a correct sampler gives as much with probability {p_value:.1e} < "
+                f"{significance})")
         return CorrectnessResult(EvaluationStatus.PASSED, correctness)

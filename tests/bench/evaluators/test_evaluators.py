@@ -171,7 +171,7 @@ def test_lowbit_matched_ratio():
 
 
 SAMPLING = sampling_definition(8)
-SAMPLING_CFG = CFG.model_copy(update={"extra": {"sampling_validation_trials": 200, "sampling_tvd_threshold": 0.2}})
+SAMPLING_CFG = CFG.model_copy(update={"extra": {"sampling_validation_trials": 200, "sampling_significance": 1e-4}})
 SAMPLING_WORKLOAD = Workload(uuid="s", axes={"batch_size": 16}, inputs={})
 
 

@@ -88,3 +88,46 @@ def test_sampling_verdicts_are_reproducible():
     torch.manual_seed(2)  # whatever the global generator's state, the histograms are drawn the same
     second = judge(SAMPLING, lambda p: torch.multinomial(p, 1).squeeze(1), SamplingEvaluator, SAMPLING_CFG, workload)
     assert first.passed and first.correctness.extra["tvd"] == second.correctness.extra["tvd"]
+
+
+#: Like FlashInfer's quantising norms: a scalar input that init gives as a 0-dim tensor, and a scalar output.
+ZERO_DIM = Definition.model_validate({
+    "name": "zero_dim", "op_type": "toy", "axes": {"n": {"type": "var"}},
+    "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "scale": {"shape": None, "dtype": "float32"}},
+    "outputs": {"y": {"shape": ["n"], "dtype": "float32"}, "total": {"shape": None, "dtype": "float32"}},
+    "reference": "def run(x, scale):\n    return x * scale, (x * scale).sum()\n",
+    "init": "import torch\ndef _zero_dim_init(*, n, device='cpu', seed=0):\n    torch.manual_seed(seed)\n"
+            "    return {'x': torch.randn(n, device=device), 'scale': torch.tensor(0.5, device=device)}\n",
+})
+
+
+def test_zero_dim_inputs_and_outputs_are_judged():
+    def wrong_total(x, scale):
+        return x * scale, (x * scale).sum() + 1
+
+    def writes_scale(x, scale):
+        y = x * scale
+        scale.fill_(2.0)
+        return y, y.sum()
+
+    workload = Workload(uuid="z", axes={"n": 8}, inputs={})
+    honest = judge(ZERO_DIM, lambda x, scale: (x * scale, (x * scale).sum()), workload=workload)
+    assert honest.passed, honest.message
+    assert judge(ZERO_DIM, wrong_total, workload=workload).status is EvaluationStatus.INCORRECT_NUMERICAL
+    written = judge(ZERO_DIM, writes_scale, workload=workload)
+    assert written.status is EvaluationStatus.INCORRECT_NUMERICAL and "['scale']" in written.message
+
+
+def test_a_zero_dim_tensor_crosses_the_slot():
+    from flashinfer_bench.bench.slot import Slot, output_layouts
+
+    layouts = output_layouts(ZERO_DIM, Workload(uuid="z", axes={"n": 3}, inputs={}))
+    assert [layout.shape for layout in layouts] == [(3,), ()]
+    slot = Slot.create(sum(layout.nbytes for layout in layouts))
+    try:
+        sent = [torch.tensor([1.0, 2.0, 3.0]), torch.tensor(-7.25)]
+        assert slot.write(0, sent) == 16
+        read, end = slot.read(0, layouts, "cpu")
+        assert end == 16 and read[1].dim() == 0 and all(torch.equal(a, b) for a, b in zip(read, sent, strict=True))
+    finally:
+        slot.close()

@@ -23,7 +23,7 @@ EXAMPLES = REPO / "examples" / "trace-set"
 TOP_K_TOP_P = "top_k_top_p_sampling_from_probs_v1024"
 #: The example's default warm-up would hide nothing here: with none, two of a session's three calls are stale.
 FEW_CALLS = ResolvedEvalConfig(warmup_runs=0, iterations=3, num_trials=2, rtol=1e-2, atol=1e-2,
-                               extra={"sampling_validation_trials": 100, "sampling_tvd_threshold": 0.2})
+                               extra={"sampling_validation_trials": 100, "sampling_significance": 1e-4})
 
 
 @pytest.fixture(scope="module")
