@@ -59,6 +59,10 @@ class Baseline:
     #: Per trial, the inputs the reference wrote into (in/out buffers, e.g. a cache of intermediate states)
     #: and the values it left there: a solution must write the same, and may write into no other input.
     written: list[dict[str, Any]] = field(default_factory=list)
+    #: The reference's outputs for timed calls checked so far, by input seed (at most TIMED_EXPECTED_BYTES of
+    #: them): every solution of the workload gets the same seeds and the same picks (judge/schedule.py), so the
+    #: next one's checks reuse them instead of running the reference again.
+    timed_expected: dict[int, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -142,6 +146,8 @@ def timing_extra(sessions: list[SessionLatency], cfg: ResolvedEvalConfig, setup_
 #: ``timed_check_probability``); the session's planned last call is always checked. Calls beyond it (the timer
 #: measures a batch again when the host was late with its launches, timing/api.py) are picked at random only.
 DEFAULT_TIMED_CHECK_PROBABILITY = 0.125
+#: The reference's outputs for checked timed calls a baseline keeps for the workload's next solutions, in bytes.
+TIMED_EXPECTED_BYTES = 64 << 20
 
 
 class TimedCheck:
@@ -155,12 +161,20 @@ class TimedCheck:
     #: one at a time.
     grouped = True
 
-    def expected(self, inputs: list[Any]) -> Any:
-        """What a call's outputs are judged against, worked out from its inputs (which are not kept): here the
-        reference's outputs."""
+    def expected(self, seed: int, inputs: list[Any]) -> Any:
+        """What the call of input seed ``seed`` is judged against, worked out from its inputs (which are not
+        kept): here the reference's outputs, kept in the baseline for the next solutions of the workload."""
         assert self.baseline.reference is not None
+        kept = self.baseline.timed_expected
+        if seed in kept:
+            return kept[seed]
         ctx = self.ctx
-        return invoke(self.baseline.reference, ctx.definition, ctx.workload, clone_inputs(inputs), ctx.device)
+        outputs = invoke(self.baseline.reference, ctx.definition, ctx.workload, clone_inputs(inputs), ctx.device)
+        size = sum(t.nbytes for t in outputs if isinstance(t, torch.Tensor))
+        if size + sum(t.nbytes for kept_outputs in kept.values() for t in kept_outputs
+                      if isinstance(t, torch.Tensor)) <= TIMED_EXPECTED_BYTES:
+            kept[seed] = outputs
+        return outputs
 
     def check(self, calls: list[tuple[tuple[torch.Tensor, ...], Any]]) -> CorrectnessResult | None:
         """The first failing verdict among these timed calls (each its outputs and its ``expected``), or None."""

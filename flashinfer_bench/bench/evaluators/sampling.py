@@ -169,7 +169,8 @@ class SamplingTimedCheck(TimedCheck):
     #: Every timed call is picked, and each keeps a [batch, vocab] tensor of probabilities: one at a time.
     grouped = False
 
-    def expected(self, inputs: list[Any]) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    def expected(self, seed: int,
+                 inputs: list[Any]) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """The probabilities the call was given, and its per-row top-k and top-p (None where not an input)."""
         rows = probabilities(self.ctx.definition, inputs)
         return rows, filter_values(self.ctx.definition, inputs, "top_k", rows.shape[0]), \

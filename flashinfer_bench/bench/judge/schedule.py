@@ -44,7 +44,6 @@ trace's log. docs/security.md states what these bounds allow per call size.
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -73,7 +72,7 @@ class PickedCallCheck(Protocol):
 
     grouped: bool
 
-    def expected(self, inputs: list[Any]) -> Any: ...
+    def expected(self, seed: int, inputs: list[Any]) -> Any: ...
     def check(self, calls: list[tuple[tuple[torch.Tensor, ...], Any]]) -> Verdict | None: ...
     def finish(self) -> Verdict | None: ...
 
@@ -159,7 +158,6 @@ class TimedSchedule:
         self.round_limit = round_calls(ctx)
         self.timed_round = max(1, -(-iterations // TIMED_ROUNDS))
         self.picks_calls = True
-        self.random = secrets.SystemRandom()
         self.seeds: list[int] = []
         self.rounds: list[Round] = []
         self.shipments: list[Shipment] = []
@@ -220,8 +218,13 @@ class TimedSchedule:
             held = HostWatch.held_up(self.waits_at_open, self.waits_at_end)
         self.rounds.append(Round(first, count - first, (now - self.window_opened) * 1e3, held))
         self.ended, self.short_round = count, count < len(self.seeds)
-        return [index for index in range(first, count)
-                if self.random.random() < self.probability or index + 1 == self.calls]
+        return [index for index in range(first, count) if self._picked(index) or index + 1 == self.calls]
+
+    def _picked(self, index: int) -> bool:
+        """Whether call ``index`` is checked: a draw from the run's secret, unpredictable to the worker and the
+        same for every solution of the workload (so the reference's outputs for it serve them all: the
+        evaluators' ``TimedCheck.expected``)."""
+        return self.ctx.seed_for(*self.purpose, "pick", index) / (1 << 63) < self.probability
 
     def on_shipped(self, outputs: Sequence[tuple[torch.Tensor, ...]], indices: Sequence[int], asked_at: float,
                    arrived_at: float) -> None:
@@ -267,8 +270,9 @@ class TimedSchedule:
         size = 2 * total_bytes(output_layouts(self.ctx.definition, self.ctx.workload))
         per_group = max(1, CHECK_GROUP_BYTES // max(size, 1)) if check.grouped else 1
         for first in range(0, len(self.picked), per_group):
-            result = check.check([(tuple(t.to(self.ctx.device) for t in call.outputs), check.expected(inputs))
-                                  for call, inputs in self.picked_inputs(self.picked[first:first + per_group])])
+            group = self.picked_inputs(self.picked[first:first + per_group])
+            result = check.check([(tuple(t.to(self.ctx.device) for t in call.outputs), check.expected(call.seed, inputs))
+                                  for call, inputs in group])
             if result is not None and not result.passed:
                 return result
         return check.finish()

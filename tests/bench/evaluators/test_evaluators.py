@@ -250,6 +250,38 @@ def test_the_planned_last_timed_call_is_always_picked_and_calls_beyond_it_only_a
     assert picks(1.0) == list(range(8))
 
 
+def test_picks_come_from_the_runs_secret_and_the_reference_runs_once_per_picked_call_of_a_workload():
+    """Every solution of a workload gets the same seeds and the same picks, unpredictable without the secret; the
+    reference's outputs for a picked call are kept in the workload's baseline, so the next solution's check of
+    that call does not run the reference again."""
+    from flashinfer_bench.bench.calling import ValueReturning
+    from flashinfer_bench.bench.evaluators.evaluator import Baseline, TimedCheck
+    from flashinfer_bench.bench.judge.schedule import TimedSchedule
+
+    def picks(secret: int) -> list[int]:
+        schedule = TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG, secret), ("timed", 0), warmup=0,
+                                 iterations=200, probability=0.25)
+        schedule.round_limit = schedule.timed_round = 200
+        schedule.opening_round()
+        return schedule.on_ran(200)
+
+    assert picks(1) == picks(1) != picks(2)
+    assert 20 < len(picks(1)) < 80  # about a quarter of 200
+
+    calls = []
+
+    def reference(x, y):
+        calls.append(1)
+        return x * 2 + y
+
+    ctx = evaluation_context(SCALE, WORKLOAD, CFG)
+    baseline = Baseline([], [], reference=ValueReturning(reference))
+    inputs = ctx.inputs(ctx.seed_for("timed", 0, 7))
+    first = TimedCheck(DefaultEvaluator, ctx, baseline).expected(ctx.seed_for("timed", 0, 7), inputs)
+    again = TimedCheck(DefaultEvaluator, ctx, baseline).expected(ctx.seed_for("timed", 0, 7), inputs)
+    assert len(calls) == 1 and torch.equal(first[0], again[0])
+
+
 def test_each_round_is_clocked_from_its_seeds_to_its_end_and_shipments_apart(monkeypatch):
     """A round's window opens when its seeds go out and closes when the worker says it ended; a shipment of picked
     outputs is clocked on its own, per call shipped; seeds asked for before a round ended, and a round after one

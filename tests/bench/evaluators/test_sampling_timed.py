@@ -111,7 +111,7 @@ def test_every_sample_the_examples_reference_draws_passes_the_filter_check(examp
     reference = reference_callee(definition).fn
     for call in range(200):
         inputs = ctx.inputs(ctx.seed_for("filters", call))
-        probs, top_k, top_p = check.expected(inputs)
+        probs, top_k, top_p = check.expected(0, inputs)
         with seeded(call, "cpu"):
             samples = reference(*inputs)
         assert outside_filters(probs.double() / probs.double().sum(1, keepdim=True), samples, top_k, top_p) == ""
