@@ -86,7 +86,7 @@ ROUND_CALLS = 100
 KEPT_BYTES = 128 << 20
 #: The planned timed calls are split into this many rounds (fewer where there are fewer calls), so that the work
 #: per call is a median over rounds: a stall of the host in one round does not make an honest claim look low.
-TIMED_ROUNDS = 5
+TIMED_ROUNDS = 10
 #: A claimed latency under this fraction of the work left in a call's wall time, less the host allowance and the
 #: margin, is not believed.
 PLAUSIBLE_FRACTION = 0.5
