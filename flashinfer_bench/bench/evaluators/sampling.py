@@ -273,6 +273,13 @@ class SamplingEvaluator(Evaluator):
     @classmethod
     def build_baseline(cls, ctx: EvaluationContext, reference: Callee, *, profile: bool = True) -> Baseline:
         baseline = super().build_baseline(ctx, reference, profile=profile)
+        rows = probabilities(ctx.definition, baseline.inputs[0]).shape[0]
+        samples = sum(t.numel() for t in baseline.outputs[0] if isinstance(t, torch.Tensor))
+        if samples != rows:
+            raise ValueError(
+                f"the sampling evaluator judges one sample per row of the definition's probabilities ({rows} rows "
+                f"here); its outputs hold {samples} values per call: samples that do not follow one row each "
+                "(speculative sampling's accepted tokens) need a check of their own (a definition's 'check')")
         draws = REFERENCE_DRAW_FACTOR * int(ctx.config.extra.get("sampling_validation_trials", DEFAULT_VALIDATION_TRIALS))
         baseline.extra["histograms"] = [
             reference_histogram(reference, ctx, x, draws, draw_seed(trial, "reference"))

@@ -195,3 +195,20 @@ def test_the_false_pass_bound_holds_for_samples_that_ignore_their_inputs():
         bounds += check.false_pass_bound
         assert check.false_pass_bound <= math.exp(-check.threshold)  # lambda = 1: the mean of V p is 1
     assert 0 < passed / sessions <= bounds / sessions < 0.5
+
+
+def test_samples_that_do_not_follow_one_row_each_are_refused_with_why():
+    """Speculative sampling's accepted tokens (one more per row than the draft has rows) are no sample per row of
+    the probabilities: the evaluator says so instead of failing inside its statistics."""
+    definition = sampling_definition(8)
+    definition = type(definition).model_validate({
+        **sampling_definition(8).model_dump(mode="json"),
+        "axes": {"batch_size": {"type": "var"}, "vocab_size": {"type": "const", "value": 8},
+                 "two": {"type": "const", "value": 2}},
+        "outputs": {"samples": {"shape": ["batch_size", "two"], "dtype": "int64"}},
+        "reference": "import torch\ndef run(probs):\n    return torch.multinomial(probs, 2)\n",
+    })
+    ctx = evaluation_context(definition, Workload(uuid="b3", axes={"batch_size": 3}, inputs={}), FEW_CALLS)
+    with pytest.raises(ValueError, match="one sample per row of the definition's probabilities \\(3 rows here\\); "
+                                         "its outputs hold 6 values per call"):
+        SamplingEvaluator.build_baseline(ctx, reference_callee(definition), profile=False)
