@@ -200,9 +200,9 @@ def test_the_false_pass_bound_holds_for_samples_that_ignore_their_inputs():
 def test_samples_that_do_not_follow_one_row_each_are_refused_with_why():
     """Speculative sampling's accepted tokens (one more per row than the draft has rows) are no sample per row of
     the probabilities: the evaluator says so instead of failing inside its statistics."""
-    definition = sampling_definition(8)
-    definition = type(definition).model_validate({
-        **sampling_definition(8).model_dump(mode="json"),
+    plain = sampling_definition(8)
+    definition = type(plain).model_validate({
+        **plain.model_dump(mode="json"),
         "axes": {"batch_size": {"type": "var"}, "vocab_size": {"type": "const", "value": 8},
                  "two": {"type": "const", "value": 2}},
         "outputs": {"samples": {"shape": ["batch_size", "two"], "dtype": "int64"}},
