@@ -40,6 +40,8 @@ EXTRA_KEYS: Mapping[str, str] = {
                                   "(default 100)",
     "sampling_significance": "SamplingEvaluator: the chance that a correct sampler fails the distribution test "
                              "(1e-4)",
+    "sampling_tvd_threshold": "SamplingEvaluator: upstream's key; where set, the total variation distance between "
+                              "the binned histograms must not exceed it either (not set by default)",
     "timed_check_probability": "every evaluator: the chance that a timed call's outputs are checked (0.125)",
 }
 #: Op types a config may tune without the trace set holding one: those of the public FlashInfer-Trace layout

@@ -326,4 +326,9 @@ class SamplingEvaluator(Evaluator):
                 f"the samples do not follow the reference's distribution (chi-square {test.statistic:.1f} on "
                 f"{test.df} degrees of freedom: a correct sampler gives as much with probability {p_value:.1e} < "
                 f"{significance})")
+        tvd_threshold = ctx.config.extra.get("sampling_tvd_threshold")
+        if tvd_threshold is not None and test.tvd > float(tvd_threshold):
+            return CorrectnessResult(
+                EvaluationStatus.INCORRECT_NUMERICAL, correctness,
+                f"the binned total variation distance {test.tvd:.3f} exceeds sampling_tvd_threshold {tvd_threshold}")
         return CorrectnessResult(EvaluationStatus.PASSED, correctness)

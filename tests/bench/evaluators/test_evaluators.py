@@ -185,6 +185,11 @@ def test_sampling_judged_by_distribution():
     out_of_range = judge(SamplingEvaluator, SAMPLING, lambda p: torch.full((p.shape[0],), 99), cfg=SAMPLING_CFG,
                          workload=SAMPLING_WORKLOAD)
     assert out_of_range.status is EvaluationStatus.INCORRECT_NUMERICAL
+    # Upstream's sampling_tvd_threshold, where a config sets it, bounds the binned distance too.
+    strict = SAMPLING_CFG.model_copy(update={"extra": {**SAMPLING_CFG.extra, "sampling_tvd_threshold": 0.0}})
+    bounded = judge(SamplingEvaluator, SAMPLING, lambda p: torch.multinomial(p, 1).squeeze(1), cfg=strict,
+                    workload=SAMPLING_WORKLOAD)
+    assert bounded.status is EvaluationStatus.INCORRECT_NUMERICAL and "sampling_tvd_threshold" in bounded.message
 
 
 DSA = Definition.model_validate({
