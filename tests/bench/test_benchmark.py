@@ -1,8 +1,9 @@
 import json
 
+import pytest
 from helpers import SCALE_ADD, python_solution, scale_add_set, workload_line, write_trace_set
 
-from flashinfer_bench.bench import Benchmark, BenchmarkConfig
+from flashinfer_bench.bench import Benchmark, BenchmarkConfig, ConfigNameError
 from flashinfer_bench.bench.evaluators import CorrectnessResult, DefaultEvaluator, register_evaluator
 from flashinfer_bench.bench.evaluators.registry import _EVALUATORS
 from flashinfer_bench.bench.runner import available_devices
@@ -88,12 +89,32 @@ def test_filters_select_definitions_and_solutions(tmp_path):
     root = scale_add_set(tmp_path, {"a": OK, "b": OK}, sizes=(8,))
     config = CONFIG.with_overrides(solutions=["b"])
     assert [[i.solution.name for i in g] for g in Benchmark(TraceSet.from_path(root), config).work_groups()] == [["b"]]
-    config = CONFIG.with_overrides(definitions=["other"])
-    assert Benchmark(TraceSet.from_path(root), config).work_groups() == []
+    config = CONFIG.with_overrides(definitions=["scale_add"], solutions=["a"])
+    assert [[i.solution.name for i in g] for g in Benchmark(TraceSet.from_path(root), config).work_groups()] == [["a"]]
+
+
+def test_names_the_trace_set_does_not_hold_are_an_error_with_a_did_you_mean_before_anything_runs(tmp_path):
+    root = scale_add_set(tmp_path, {"fast_triton": OK, "b": OK}, sizes=(8,))
+    trace_set = TraceSet.from_path(root)
+    started = []
+    config = CONFIG.with_overrides(definitions=["scale_ad"], solutions=["fast_trition", "b"],
+                                   definition_config={"scale_addd": {"iterations": 2}})
+    with pytest.raises(ConfigNameError) as raised:
+        Benchmark(trace_set, config, runner_factory=lambda c: started.append(c)).run_all(save_results=True)
+    assert [p.field for p in raised.value.problems] == ["definitions", "solutions", "definition_config.scale_addd"]
+    lines = str(raised.value).splitlines()
+    assert lines[0] == (f"config: field 'definitions': 'scale_ad' is not a definition of the trace set(s); "
+                        f"did you mean 'scale_add'? ({root})")
+    assert "'fast_trition' is not a solution of the trace set(s); did you mean 'fast_triton'?" in lines[1]
+    assert started == [] and not (root / "traces").exists()
+    # The same names with check_names=False: the caller checked them over several trace sets (as `run` does).
+    assert Benchmark(trace_set, config, check_names=False).work_items() == []
 
 
 class MarksEverythingWrong(DefaultEvaluator):
     """A custom evaluator, as the docs show: registered, then chosen for op_type 'custom'."""
+
+    extra_keys = ("my_param",)
 
     @classmethod
     def can_evaluate(cls, definition):
