@@ -43,21 +43,26 @@ def test_a_passed_trace_keeps_how_its_latency_was_measured_and_how_noisy_it_was(
     from flashinfer_bench.report.noise import read_spread
 
     root = scale_add_set(tmp_path, {"ok": OK}, sizes=(64,))
-    config = CONFIG.model_copy(update={"num_trials": 2, "iterations": 6})
+    config = CONFIG.model_copy(update={"num_trials": 3, "iterations": 6})
     Benchmark(TraceSet.from_path(root), config).run_all(save_results=True)
     line = json.loads(next((root / "traces").rglob("*.jsonl")).read_text().splitlines()[0])
     extra = line["evaluation"]["performance"]["extra"]
+    spread = read_spread(TraceSet.from_path(root).traces["scale_add"][0].evaluation.performance)
+    assert len(extra["trial_latencies_ms"]) == 3 and extra["settings"]["iterations"] == 6
+    assert "reference_ci95_ms" in extra and "setup_latency_ms" not in extra  # timed here; no setup
+    # Every believed trial's samples. A trial whose claim the judge did not believe keeps none (on a heavily loaded
+    # host that can happen to an honest solution, to every trial): the trace says so, and how this test ends does
+    # not depend on how busy the host is.
+    believed = 3 - extra.get("judge_estimated_trials", 0)
+    if believed == 0:
+        assert not {"timing_method", "samples", "latency_ci95_ms"} & extra.keys()
+        assert spread.judge_estimated_trials == 3 and "not believed" in line["evaluation"]["log"]
+        return
     # The default runner uses this machine's devices: the host clock on the CPU, CUPTI (or events) on a GPU.
     methods = {"host_clock"} if available_devices() == ["cpu"] else {"cupti", "cuda_events"}
-    # Every believed trial's samples (a trial whose claim the judge's clock set keeps none: on a heavily loaded
-    # machine that can happen to an honest solution, and the trace says so).
-    believed = 2 - extra.get("judge_estimated_trials", 0)
-    assert extra["timing_method"] in methods and extra["samples"] == believed * 6 and believed >= 1
-    assert len(extra["trial_latencies_ms"]) == 2 and extra["settings"]["iterations"] == 6
+    assert extra["timing_method"] in methods and extra["samples"] == believed * 6
     low, high = extra["latency_ci95_ms"]
     assert 0 < low <= high and extra["latency_std_ms"] >= 0
-    assert "reference_ci95_ms" in extra and "setup_latency_ms" not in extra  # timed here; no setup
-    spread = read_spread(TraceSet.from_path(root).traces["scale_add"][0].evaluation.performance)
     assert spread.samples == believed * 6 and spread.relative_noise(line["evaluation"]["performance"]["latency_ms"]) > 0
 
 
