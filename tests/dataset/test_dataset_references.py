@@ -38,7 +38,7 @@ from flashinfer_bench.tools.synthetic import synthesize
 from flashinfer_bench.tools.workload_files import append_workloads, write_synthetic_workload
 
 CORPUS = REPO.parent / "shared" / "corpus" / "flashinfer-trace"
-pytestmark = [pytest.mark.slow,  # 144 definitions through the CLI: minutes
+pytestmark = [pytest.mark.slow,  # 113 definitions through the CLI (of 144 that fit): minutes
               pytest.mark.skipif(not (CORPUS / "definitions").is_dir(),
                                  reason=f"the FlashInfer-Trace dataset is not at {CORPUS}")]
 
