@@ -9,6 +9,7 @@ from flashinfer_bench._lazy import lazy_exports
 _EXPORTS = {
     "Benchmark": "flashinfer_bench.bench.benchmark",
     "BenchmarkConfig": "flashinfer_bench.bench.config",
+    "ConfigNameError": "flashinfer_bench.bench.config_check",
     "EvalConfig": "flashinfer_bench.bench.config",
     "ResolvedEvalConfig": "flashinfer_bench.bench.config",
 }

@@ -8,6 +8,7 @@ from functools import cache
 from typing import Any, Protocol
 
 from flashinfer_bench.bench.config import BenchmarkConfig
+from flashinfer_bench.bench.config_check import require_known_names
 from flashinfer_bench.bench.evaluators import evaluator_path, resolve_evaluator
 from flashinfer_bench.bench.runner import (
     Verdict,
@@ -80,13 +81,20 @@ def invalid_workload_verdicts(items: list[WorkItem], problems: list[WorkloadProb
 
 
 class Benchmark:
-    """Evaluate a trace set. ``run_all`` returns a new TraceSet: the input plus this run's traces."""
+    """Evaluate a trace set. ``run_all`` returns a new TraceSet: the input plus this run's traces.
+
+    The names in ``config`` are checked against the trace set, as `flashinfer-bench run` checks them: a definition,
+    solution, op type or ``extra`` key that the run would not meet raises ConfigNameError (bench/config_check.py),
+    with a did-you-mean, before anything runs. ``check_names=False`` is for a caller that checked them against
+    several trace sets at once (a name then need not be in each)."""
 
     def __init__(self, trace_set: TraceSet, config: BenchmarkConfig | None = None, *,
                  runner_factory: Callable[[BenchmarkConfig], Runner] | None = None,
-                 progress: ProgressReporter | None = None):
+                 progress: ProgressReporter | None = None, check_names: bool = True):
         self.trace_set = trace_set
         self.config = config or BenchmarkConfig.default()
+        if check_names:
+            require_known_names(self.config, [trace_set])
         self.runner_factory = runner_factory or default_runner
         self.progress = progress
 

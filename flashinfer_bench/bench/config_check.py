@@ -4,11 +4,15 @@ did-you-mean: checked by the parent before anything runs, so that a typo is an e
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from flashinfer_bench.bench.config import EXTRA_KEYS, KNOWN_OP_TYPES, BenchmarkConfig
 from flashinfer_bench.bench.evaluators.registry import declared_extra_keys
+
+if TYPE_CHECKING:
+    from flashinfer_bench.data import TraceSet
 
 
 def known_extra_keys() -> set[str]:
@@ -58,3 +62,26 @@ def name_problems(config: BenchmarkConfig, definitions: Mapping[str, str],
     for field, extra in layers:
         problems += _unknown(field, extra or {}, extra_keys, "an extra key that an evaluator reads", keyed=True)
     return problems
+
+
+def trace_set_names(trace_sets: Sequence[TraceSet]) -> tuple[dict[str, str], set[str]]:
+    """The definitions (name -> op type) and solution names that ``trace_sets`` hold together."""
+    definitions = {name: d.op_type for ts in trace_sets for name, d in ts.definitions.items()}
+    solutions = {s.name for ts in trace_sets for found in ts.solutions.values() for s in found}
+    return definitions, solutions
+
+
+class ConfigNameError(ValueError):
+    """A config naming what the trace set(s) do not hold: one line per problem (``problems``), each naming the
+    field, the unknown name and the closest known ones."""
+
+    def __init__(self, problems: Sequence[NameProblem], roots: str):
+        self.problems = list(problems)
+        super().__init__("\n".join(f"config: field '{p.field}': {p.message} ({roots})" for p in problems))
+
+
+def require_known_names(config: BenchmarkConfig, trace_sets: Sequence[TraceSet]) -> None:
+    """Raise ConfigNameError when ``config`` names what ``trace_sets`` do not hold (``name_problems``)."""
+    problems = name_problems(config, *trace_set_names(trace_sets))
+    if problems:
+        raise ConfigNameError(problems, ", ".join(str(ts.root) for ts in trace_sets))

@@ -34,10 +34,9 @@ def missing_folders(paths: Sequence[str]) -> list[str]:
 
 def name_errors(config: BenchmarkConfig, trace_sets: Sequence[TraceSet], args: argparse.Namespace) -> list[str]:
     """One line per name in the flags or the config that the trace sets do not hold (bench/config.py)."""
-    from flashinfer_bench.bench.config_check import name_problems
+    from flashinfer_bench.bench.config_check import name_problems, trace_set_names
 
-    definitions = {name: d.op_type for ts in trace_sets for name, d in ts.definitions.items()}
-    solutions = {s.name for ts in trace_sets for found in ts.solutions.values() for s in found}
+    definitions, solutions = trace_set_names(trace_sets)
     roots = ", ".join(str(ts.root) for ts in trace_sets)
     config_file = args.config or "the bundled eval_config.yaml"
     errors = []

@@ -413,12 +413,10 @@ def test_terminate_kills_every_descendant_however_detached(marker):
         assert reports[0]["pid"] == 1
         tree = processes_named(marker)
         assert set(tree.values()) == {"w", "g", "d"}
-        started = time.monotonic()
-        terminate_sandboxed(waiter)
-        took = time.monotonic() - started
-        assert reap(waiter) < 0
+        # A grace time no busy host uses up: a SIGKILL after it would show in the exit status, however slow the host.
+        terminate_sandboxed(waiter, grace_s=60)
+        assert reap(waiter) == -signal.SIGTERM  # the waiter took the namespace down on SIGTERM, no SIGKILL
         assert all_gone(marker, *tree)
-        assert took < 1.0  # the waiter took the namespace down on SIGTERM, no SIGKILL after the grace time
         assert read_reports(fd) == []  # EOF: nothing holds the pipe any more
     finally:
         os.close(fd)
