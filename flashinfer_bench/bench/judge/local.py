@@ -20,6 +20,7 @@ from flashinfer_bench.bench.judge.solution import (
     SolutionHandle,
     call_slot_bytes,
     read_call_result,
+    read_outputs,
 )
 from flashinfer_bench.bench.slot import Slot, output_layouts
 from flashinfer_bench.bench.wire.claims import TimingClaim
@@ -67,10 +68,7 @@ class LocalSolution(SolutionHandle):
 
             def shipped(self, indices: list[int]) -> None:
                 arrived_at = time.perf_counter()
-                outputs, offset = [], 0
-                for _ in indices:
-                    tensors, offset = slot.read(offset, layouts, "cpu")
-                    outputs.append(tuple(tensors))
+                outputs, _ = read_outputs(slot, layouts, len(indices), "cpu")
                 schedule.on_shipped(outputs, indices, self.asked_at, arrived_at)
 
         try:

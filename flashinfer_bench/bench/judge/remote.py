@@ -13,6 +13,7 @@ from flashinfer_bench.bench.judge.solution import (
     SolutionHandle,
     call_slot_bytes,
     read_call_result,
+    read_outputs,
 )
 from flashinfer_bench.bench.slot import Slot, output_layouts
 from flashinfer_bench.bench.wire.claims import TimingClaim
@@ -84,10 +85,7 @@ class RemoteSolution(SolutionHandle):
                                      f"not {picked[:8]}")
                 # Host copies only: the checks run after the loop, so the judge puts no work on the device
                 # between the solution's calls.
-                outputs, offset = [], 0
-                for _ in picked:
-                    tensors, offset = slot.read(offset, layouts, "cpu")
-                    outputs.append(tuple(tensors))
+                outputs, _ = read_outputs(slot, layouts, len(picked), "cpu")
                 schedule.on_shipped(outputs, picked, asked_at, arrived_at)
 
 

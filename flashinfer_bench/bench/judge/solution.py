@@ -17,7 +17,7 @@ import torch
 
 from flashinfer_bench.bench.judge.clock import ClockFloor, HostWatch
 from flashinfer_bench.bench.judge.context import EvaluationContext
-from flashinfer_bench.bench.slot import Slot, input_layouts, output_layouts, total_bytes
+from flashinfer_bench.bench.slot import Slot, TensorLayout, input_layouts, output_layouts, total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
 
 
@@ -52,13 +52,20 @@ def call_slot_bytes(ctx: EvaluationContext, repeat: int, return_inputs: Sequence
             + total_bytes(input_layouts(ctx.definition, ctx.workload, return_inputs)))
 
 
+def read_outputs(slot: Slot, layouts: list[TensorLayout], calls: int, device: str
+                 ) -> tuple[list[tuple[torch.Tensor, ...]], int]:
+    """The outputs of ``calls`` calls, one after the other from the buffer's start, as private tensors on
+    ``device``; and where they end."""
+    outputs, offset = [], 0
+    for _ in range(calls):
+        tensors, offset = slot.read(offset, layouts, device)
+        outputs.append(tuple(tensors))
+    return outputs, offset
+
+
 def read_call_result(ctx: EvaluationContext, slot: Slot, repeat: int, return_inputs: Sequence[str],
                      wrote: list[str]) -> CallResult:
-    layouts = output_layouts(ctx.definition, ctx.workload)
-    outputs, offset = [], 0
-    for _ in range(repeat):
-        tensors, offset = slot.read(offset, layouts, ctx.device)
-        outputs.append(tuple(tensors))
+    outputs, offset = read_outputs(slot, output_layouts(ctx.definition, ctx.workload), repeat, ctx.device)
     returned_layouts = input_layouts(ctx.definition, ctx.workload, return_inputs)
     returned, _ = slot.read(offset, returned_layouts, ctx.device)
     return CallResult(outputs, {layout.name: t for layout, t in zip(returned_layouts, returned, strict=True)}, wrote)
