@@ -172,19 +172,27 @@ def test_after_runs_once_each_sample_has_finished_and_is_never_counted(fresh_ses
     assert [s.activities for s in spans] == [1, 1]  # the copies are in no sample
 
 
-def test_only_calls_that_put_work_on_the_gpu_leave_api_records(fresh_session):
-    fake = FakeCupti()
-    switched_off_while_measuring = []
+#: The API calls the fakes know that put no work on the GPU: their records are switched off while measuring.
+NO_GPU_WORK_CALLS = {"cudaDeviceSynchronize_v3020", "cudaGetDevice_v3020", "cuCtxSynchronize"}
+
+
+def api_records_switched_off_while_measuring(fake: FakeCupti) -> list[set[str]]:
+    """Per sample of a two-sample measurement (one launch each), the API calls whose records were switched off."""
+    switched_off = []
 
     def body(i):
-        switched_off_while_measuring.append(set(fake.api_switched_off))
+        switched_off.append(set(fake.api_switched_off))
         fake.launch(100, 150)
 
     cupti_timer.measure_cupti(fake, lambda i: None, body, range(2), torch.device("cpu"))
-    assert switched_off_while_measuring == [{"cudaDeviceSynchronize_v3020", "cudaGetDevice_v3020",
-                                             "cuCtxSynchronize"}] * 2
+    return switched_off
+
+
+def test_only_calls_that_put_work_on_the_gpu_leave_api_records(fresh_session):
+    fake = FakeCupti()
+    assert api_records_switched_off_while_measuring(fake) == [NO_GPU_WORK_CALLS] * 2
     calls = fake.api_choice_calls
-    cupti_timer.measure_cupti(fake, lambda i: None, body, range(2), torch.device("cpu"))
+    api_records_switched_off_while_measuring(fake)
     assert fake.api_choice_calls - calls == len(RuntimeCbid) - 1  # the refused INVALID is not asked again
 
 
@@ -208,16 +216,7 @@ class CuptiWithoutIdEnums(FakeCupti):
 
 
 def test_without_enums_of_call_ids_the_calls_are_named_through_cupti(fresh_session):
-    fake = CuptiWithoutIdEnums()
-    switched_off_while_measuring = []
-
-    def body(i):
-        switched_off_while_measuring.append(set(fake.api_switched_off))
-        fake.launch(100, 150)
-
-    cupti_timer.measure_cupti(fake, lambda i: None, body, range(2), torch.device("cpu"))
-    assert switched_off_while_measuring == [{"cudaDeviceSynchronize_v3020", "cudaGetDevice_v3020",
-                                             "cuCtxSynchronize"}] * 2
+    assert api_records_switched_off_while_measuring(CuptiWithoutIdEnums()) == [NO_GPU_WORK_CALLS] * 2
 
 
 def test_callbacks_registered_once_per_process(fresh_session):
