@@ -42,6 +42,8 @@ EXTRA_KEYS: Mapping[str, str] = {
                              "(1e-4)",
     "sampling_tvd_threshold": "SamplingEvaluator: upstream's key; where set, the total variation distance between "
                               "the binned histograms must not exceed it either (not set by default)",
+    "distribution_tvd_threshold": "DistributionEvaluator: the largest total variation distance a row of a "
+                                  "distribution output may have from the reference's row (0.01)",
     "timed_check_probability": "every evaluator: the chance that a timed call's outputs are checked (0.125)",
 }
 #: Op types a config may tune without the trace set holding one: those of the public FlashInfer-Trace layout

@@ -1,6 +1,7 @@
 """Evaluators judge a solution's outputs and time it; ``resolve_evaluator`` picks one per definition."""
 
 from flashinfer_bench.bench.evaluators.default import DefaultEvaluator
+from flashinfer_bench.bench.evaluators.distribution import DistributionEvaluator
 from flashinfer_bench.bench.evaluators.dsa import DSAEvaluator
 from flashinfer_bench.bench.evaluators.evaluator import Baseline, CorrectnessResult, Evaluator
 from flashinfer_bench.bench.evaluators.lowbit import LowbitEvaluator
@@ -19,6 +20,7 @@ __all__ = [
     "CorrectnessResult",
     "DSAEvaluator",
     "DefaultEvaluator",
+    "DistributionEvaluator",
     "Evaluator",
     "LowbitEvaluator",
     "SamplingEvaluator",

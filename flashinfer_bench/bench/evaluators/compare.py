@@ -18,6 +18,7 @@ class ValueErrors:
     matched: int = 0
     total: int = 0
     nonfinite: bool = False
+    #: Worst-case measures of an evaluator's own (larger is worse): merging keeps each key's maximum.
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -31,6 +32,7 @@ class ValueErrors:
             self.matched + other.matched,
             self.total + other.total,
             self.nonfinite or other.nonfinite,
+            {**self.extra, **{key: max(self.extra.get(key, value), value) for key, value in other.extra.items()}},
         )
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import importlib
 
 from flashinfer_bench.bench.evaluators.default import DefaultEvaluator
+from flashinfer_bench.bench.evaluators.distribution import DistributionEvaluator
 from flashinfer_bench.bench.evaluators.dsa import DSAEvaluator
 from flashinfer_bench.bench.evaluators.evaluator import Evaluator
 from flashinfer_bench.bench.evaluators.lowbit import LowbitEvaluator
 from flashinfer_bench.bench.evaluators.sampling import SamplingEvaluator
 from flashinfer_bench.data import Definition
 
-_EVALUATORS: list[type[Evaluator]] = [SamplingEvaluator, DSAEvaluator, LowbitEvaluator]
+_EVALUATORS: list[type[Evaluator]] = [SamplingEvaluator, DistributionEvaluator, DSAEvaluator, LowbitEvaluator]
 
 
 def register_evaluator(evaluator: type[Evaluator], *, first: bool = False) -> None:

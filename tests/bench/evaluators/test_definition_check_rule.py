@@ -35,18 +35,3 @@ def test_the_definitions_check_never_passes_what_the_tolerances_fail():
     wrong = judged("def any_check(reference_outputs, actual_outputs, **kwargs):\n    return True\n",
                    lambda x, y: x * 3 + y)
     assert wrong.status is EvaluationStatus.INCORRECT_NUMERICAL and "exceed" in wrong.message
-
-
-def test_a_sampling_definition_whose_outputs_are_probabilities_is_judged_element_wise():
-    """FlashInfer files softmax and renormalised probabilities under op type "sampling": their outputs are not
-    samples, and the sampling evaluator (histograms of draws) is not theirs."""
-    from flashinfer_bench.bench.evaluators import SamplingEvaluator, resolve_evaluator
-
-    softmax = Definition.model_validate({
-        "name": "softmax_v8", "op_type": "sampling", "axes": {"b": {"type": "var"}, "v": {"type": "const", "value": 8}},
-        "inputs": {"logits": {"shape": ["b", "v"], "dtype": "float32"}},
-        "outputs": {"probs": {"shape": ["b", "v"], "dtype": "float32"}},
-        "reference": "import torch\ndef run(logits):\n    return torch.softmax(logits, -1)\n"})
-    assert resolve_evaluator(softmax) is DefaultEvaluator
-    samples = softmax.model_copy(update={"outputs": {"ids": softmax.outputs["probs"].model_copy(update={"dtype": "int64"})}})
-    assert resolve_evaluator(samples) is SamplingEvaluator
