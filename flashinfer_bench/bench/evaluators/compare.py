@@ -87,3 +87,9 @@ def _errors_with_nonfinite(out_t: torch.Tensor, ref_t: torch.Tensor, rtol: float
         total=out_t.numel(),
         nonfinite=bool(nonfinite),
     )
+
+
+def all_zero(outputs: tuple[Any, ...]) -> bool:
+    """Whether every tensor among one call's outputs holds only zeros (and there is at least one)."""
+    tensors = [value for value in outputs if isinstance(value, torch.Tensor)]
+    return bool(tensors) and all(not bool(tensor.any()) for tensor in tensors)

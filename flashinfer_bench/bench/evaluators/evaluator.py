@@ -28,6 +28,7 @@ from flashinfer_bench.bench.calling import Callee, clone_inputs, invoke, written
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.evaluators.compare import (
     ValueErrors,
+    all_zero,
     as_tensor,
     row_errors,
     value_errors,
@@ -46,11 +47,13 @@ from flashinfer_bench.timing.stats import summarize
 
 @dataclass
 class Baseline:
-    """Reference results for one workload: per trial, the inputs drawn (from ``ctx.trial_seed``) and the
+    """Reference results for one workload: per trial, the seed its inputs were drawn from, those inputs and the
     reference's outputs."""
 
     inputs: list[list[Any]]
     outputs: list[tuple[Any, ...]]
+    #: Per trial, the input seed (``build_baseline``: ``ctx.trial_seed``, or a later draw's).
+    seeds: list[int] = field(default_factory=list)
     #: The reference's time, when this baseline timed it or the run already knew it.
     reference_timing: ReferenceTiming | None = None
     #: The reference that produced ``outputs``, for evaluators that call it again (e.g. to draw samples).
@@ -146,6 +149,8 @@ def timing_extra(sessions: list[SessionLatency], cfg: ResolvedEvalConfig, setup_
 #: ``timed_check_probability``); the session's planned last call is always checked. Calls beyond it (the timer
 #: measures a batch again when the host was late with its launches, timing/api.py) are picked at random only.
 DEFAULT_TIMED_CHECK_PROBABILITY = 0.125
+#: A correctness trial is drawn at most this many times while the reference's outputs are all zero.
+TRIAL_DRAWS = 4
 #: The reference's outputs for checked timed calls a baseline keeps for the workload's next solutions, in bytes.
 TIMED_EXPECTED_BYTES = 64 << 20
 
@@ -195,19 +200,28 @@ class Evaluator(ABC):
 
     @classmethod
     def build_baseline(cls, ctx: EvaluationContext, reference: Callee, *, profile: bool = True) -> Baseline:
-        """Draw ``num_trials`` input sets and run the reference on each; time it when ``profile``."""
+        """Draw ``num_trials`` input sets and run the reference on each; time it when ``profile``.
+
+        A trial whose reference outputs are all zero cannot fail a solution that returns zeros or scales its
+        outputs (an MoE token routed to no local expert: half the draws of a one-token DeepSeek-routed workload),
+        so such a trial is drawn again from another seed, up to ``TRIAL_DRAWS`` draws; the last is kept."""
         layouts = output_layouts(ctx.definition, ctx.workload)
-        inputs = [ctx.inputs(ctx.trial_seed(t)) for t in range(ctx.config.num_trials)]
-        outputs, written = [], []
-        for trial_inputs in inputs:
-            call_inputs = clone_inputs(trial_inputs)
-            trial_outputs = invoke(reference, ctx.definition, ctx.workload, call_inputs, ctx.device)
-            mismatch = output_mismatch(trial_outputs, layouts, ctx.device)
-            if mismatch is not None:
-                raise ValueError(f"the reference does not keep to its definition: {mismatch[1]}")
-            outputs.append(trial_outputs)
-            written.append(written_inputs(ctx.input_names, trial_inputs, call_inputs))
-        baseline = Baseline(inputs=inputs, outputs=outputs, reference=reference, written=written)
+        baseline = Baseline(inputs=[], outputs=[], reference=reference)
+        for trial in range(ctx.config.num_trials):
+            for draw in range(TRIAL_DRAWS):
+                seed = ctx.trial_seed(trial) if draw == 0 else ctx.seed_for("trial", trial, "draw", draw)
+                trial_inputs = ctx.inputs(seed)
+                call_inputs = clone_inputs(trial_inputs)
+                trial_outputs = invoke(reference, ctx.definition, ctx.workload, call_inputs, ctx.device)
+                mismatch = output_mismatch(trial_outputs, layouts, ctx.device)
+                if mismatch is not None:
+                    raise ValueError(f"the reference does not keep to its definition: {mismatch[1]}")
+                if not all_zero(trial_outputs):
+                    break
+            baseline.seeds.append(seed)
+            baseline.inputs.append(trial_inputs)
+            baseline.outputs.append(trial_outputs)
+            baseline.written.append(written_inputs(ctx.input_names, trial_inputs, call_inputs))
         if profile:
             baseline.reference_timing = time_reference(reference, ctx)
         return baseline
@@ -220,7 +234,7 @@ class Evaluator(ABC):
         outputs = []
         for trial, reference in enumerate(baseline.outputs):
             in_out = baseline.written[trial] if baseline.written else {}
-            result = solution.call(ctx.trial_seed(trial), return_inputs=list(in_out))
+            result = solution.call(baseline.seeds[trial], return_inputs=list(in_out))
             written = [name for name in result.wrote if name not in in_out]
             if written:
                 return CorrectnessResult(EvaluationStatus.INCORRECT_NUMERICAL,

@@ -311,7 +311,7 @@ class SamplingEvaluator(Evaluator):
         significance = float(ctx.config.extra.get("sampling_significance", DEFAULT_SIGNIFICANCE))
         test = Homogeneity()
         for trial, (inputs, ref_hist) in enumerate(zip(baseline.inputs, baseline.extra["histograms"], strict=True)):
-            result = solution.call(ctx.trial_seed(trial), repeat=draws, rng_seed=draw_seed(trial, "solution"))
+            result = solution.call(baseline.seeds[trial], repeat=draws, rng_seed=draw_seed(trial, "solution"))
             hist = histogram([outputs[0] for outputs in result.outputs], ref_hist.shape[1])
             if bool((hist < 0).any()):
                 return CorrectnessResult(EvaluationStatus.INCORRECT_NUMERICAL, message="a sample is outside [0, vocab)")

@@ -7,7 +7,7 @@ import pytest
 import torch
 from helpers import SCALE_ADD, claims_stood, evaluation_context, judged_locally, sampling_definition
 
-from flashinfer_bench.bench.calling import reference_callee
+from flashinfer_bench.bench.calling import ValueReturning, reference_callee
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.evaluators import (
     DefaultEvaluator,
@@ -259,7 +259,6 @@ def test_picks_come_from_the_runs_secret_and_the_reference_runs_once_per_picked_
     """Every solution of a workload gets the same seeds and the same picks, unpredictable without the secret; the
     reference's outputs for a picked call are kept in the workload's baseline, so the next solution's check of
     that call does not run the reference again."""
-    from flashinfer_bench.bench.calling import ValueReturning
     from flashinfer_bench.bench.evaluators.evaluator import Baseline, TimedCheck
     from flashinfer_bench.bench.judge.schedule import TimedSchedule
 
@@ -349,3 +348,29 @@ def test_a_claim_far_below_the_work_is_raised_to_the_least_the_clock_allows_and_
     assert below.samples_ms == [] and above.notes == [] and above.latency_ms == pytest.approx(least + 0.01)
     impossible = recorded(3.0)  # more than the whole window: the judge's estimate of the work
     assert impossible.latency_ms == pytest.approx(2.0) and "the judge's estimate" in impossible.notes[0]
+
+
+def test_a_trial_whose_reference_outputs_are_all_zero_is_drawn_again():
+    """An MoE token routed to no local expert gives all-zero outputs: against them a solution returning zeros, or
+    its outputs scaled, passes. Such a trial is drawn again from another seed."""
+    from flashinfer_bench.bench.evaluators.evaluator import TRIAL_DRAWS
+    from flashinfer_bench.bench.judge.local import LocalSolution
+
+    gated = Definition.model_validate({**SCALE_ADD, "reference": (
+        "import torch\n\ndef run(x, y):\n    return (x * 2 + y) * (x[0] > 0)\n")})
+    zeros_first = next(secret for secret in range(1, 100)
+                       if float(evaluation_context(gated, WORKLOAD, CFG, secret).inputs(
+                           evaluation_context(gated, WORKLOAD, CFG, secret).trial_seed(0))[0][0]) <= 0)
+    ctx = evaluation_context(gated, WORKLOAD, CFG, zeros_first)
+    baseline = DefaultEvaluator.build_baseline(ctx, reference_callee(gated), profile=False)
+    assert baseline.seeds[0] != ctx.trial_seed(0) and all(bool(out[0].any()) for out in baseline.outputs)
+    zeros = LocalSolution(ctx, ValueReturning(lambda x, y: torch.zeros_like(x)))
+    assert DefaultEvaluator.check_correctness(ctx, zeros, baseline).status is EvaluationStatus.INCORRECT_NUMERICAL
+    honest = LocalSolution(ctx, ValueReturning(lambda x, y: (x * 2 + y) * (x[0] > 0)))
+    assert DefaultEvaluator.check_correctness(ctx, honest, baseline).passed
+
+    always_zero = Definition.model_validate({**SCALE_ADD, "reference": (
+        "import torch\n\ndef run(x, y):\n    return torch.zeros_like(x)\n")})
+    ctx = evaluation_context(always_zero, WORKLOAD, CFG)
+    baseline = DefaultEvaluator.build_baseline(ctx, reference_callee(always_zero), profile=False)
+    assert baseline.seeds[0] == ctx.seed_for("trial", 0, "draw", TRIAL_DRAWS - 1)  # the last draw kept
