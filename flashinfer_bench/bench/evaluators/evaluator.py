@@ -150,7 +150,7 @@ def timing_extra(sessions: list[SessionLatency], cfg: ResolvedEvalConfig, setup_
 #: measures a batch again when the host was late with its launches, timing/api.py) are picked at random only.
 DEFAULT_TIMED_CHECK_PROBABILITY = 0.125
 #: A correctness trial is drawn at most this many times while the reference's outputs are all zero.
-TRIAL_DRAWS = 4
+TRIAL_DRAWS = 8
 #: The reference's outputs for checked timed calls a baseline keeps for the workload's next solutions, in bytes.
 TIMED_EXPECTED_BYTES = 64 << 20
 
