@@ -287,11 +287,15 @@ def reference_keywords(definition: Definition, function: Callable[..., Any], val
 def call_reference(definition: Definition, values: Mapping[str, Any]) -> tuple[Any, ...]:
     """The definition's reference called in-process with ``values`` (input name -> value) by keyword: its
     outputs in the definition's order. Raises DefinitionCodeError when it returns another number of outputs
-    than the definition declares."""
+    than the definition declares, or when the reference itself raises (named, with what it raised)."""
     from flashinfer_bench.compile import build_reference
 
     function = build_reference(definition)
-    result = function(**reference_keywords(definition, function, values))
+    keywords = reference_keywords(definition, function, values)
+    try:
+        result = function(**keywords)
+    except Exception as exc:
+        raise DefinitionCodeError(f"the reference of {definition.name} failed: {type(exc).__name__}: {exc}") from exc
     outputs = tuple(result) if isinstance(result, tuple | list) else (result,)
     if len(outputs) != len(definition.outputs):
         raise DefinitionCodeError(f"the reference of {definition.name} returned {len(outputs)} outputs, the "
