@@ -121,6 +121,27 @@ def test_every_timed_call_gets_inputs_no_call_saw_before():
     assert len({tuple(x.tolist()) for x in seen}) == calls  # no two calls, correctness or timed, saw the same
 
 
+def test_a_drawn_scalar_input_is_fresh_in_every_timed_call():
+    """A scalar input the workload does not give is drawn per call like the tensors: the timing loop must hand
+    every call its own draw's value (the judge checks picked calls against the reference on that value)."""
+    scaled = Definition.model_validate({
+        "name": "scaled", "op_type": "elementwise", "axes": {"n": {"type": "var"}},
+        "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "alpha": {"shape": None, "dtype": "float32"}},
+        "outputs": {"out": {"shape": ["n"], "dtype": "float32"}},
+        "reference": "def run(x, alpha):\n    return x * alpha\n"})
+    seen = []
+
+    def run(x, alpha):
+        seen.append(alpha)
+        return x * alpha
+
+    every_call_checked = CFG.model_copy(update={"extra": {"timed_check_probability": 1.0}})
+    correctness, timing = timed(run, definition=scaled, cfg=every_call_checked)
+    assert correctness.passed and timing is not None
+    calls = CFG.num_trials * (1 + CFG.warmup_runs + CFG.iterations)
+    assert len(seen) == calls and len(set(seen)) == calls
+
+
 def test_sampling_outputs_are_not_judged_one_call_at_a_time():
     assert SamplingEvaluator.check_timed_outputs(SCALE, [((torch.zeros(1),), (torch.ones(1),))], CFG) is None
 
