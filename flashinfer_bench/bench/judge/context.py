@@ -16,7 +16,7 @@ from typing import Any
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.inputs import InputPlan
 from flashinfer_bench.bench.judge.phases import DRAWS, phase
-from flashinfer_bench.bench.seeds import stable_seed
+from flashinfer_bench.bench.seeds import SeedStream, stable_seed
 from flashinfer_bench.data import Definition, Workload
 
 
@@ -32,6 +32,10 @@ class EvaluationContext:
     def seed_for(self, *purpose: object) -> int:
         """The input seed for ``purpose`` (e.g. ``("trial", 0)``), unpredictable without the secret."""
         return stable_seed(self.secret, self.definition.name, self.workload.uuid, *purpose)
+
+    def seed_stream(self, *purpose: object) -> SeedStream:
+        """``seed_for(*purpose, *rest)`` for many ``rest``s (a timing session's calls), computed faster."""
+        return SeedStream(self.secret, self.definition.name, self.workload.uuid, *purpose)
 
     def trial_seed(self, trial: int) -> int:
         return self.seed_for("trial", trial)

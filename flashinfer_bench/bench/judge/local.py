@@ -87,7 +87,8 @@ class UncheckedSchedule:
     picks_calls = False
 
     def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...], calls: int) -> None:
-        self.ctx, self.purpose, self.issued = ctx, purpose, 0
+        self.ctx, self.issued = ctx, 0
+        self.stream = ctx.seed_stream(*purpose)
         self.round_limit = max(1, calls)
 
     def opening_round(self) -> list[int]:
@@ -102,7 +103,7 @@ class UncheckedSchedule:
 
     def next_round(self) -> list[int]:
         first, self.issued = self.issued, self.issued + self.round_limit
-        return [self.ctx.seed_for(*self.purpose, index) for index in range(first, self.issued)]
+        return [self.stream.seed(index) for index in range(first, self.issued)]
 
     def finished(self) -> None:
         pass

@@ -150,7 +150,8 @@ class TimedSchedule:
 
     def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...], warmup: int, iterations: int,
                  probability: float, watch: HostWatch | None = None) -> None:
-        self.ctx, self.purpose, self.probability = ctx, purpose, probability
+        self.ctx, self.probability = ctx, probability
+        self.stream = ctx.seed_stream(*purpose)
         self.watch = watch
         self.started: HostReading | None = None
         self.warmup, self.calls = warmup, warmup + iterations
@@ -196,7 +197,7 @@ class TimedSchedule:
             size = min(self.round_limit, self.timed_round, self.calls - start)
         else:
             size = min(self.round_limit, self.calls - self.warmup)
-        seeds = [self.ctx.seed_for(*self.purpose, start + k) for k in range(size)]
+        seeds = [self.stream.seed(start + k) for k in range(size)]
         self.seeds.extend(seeds)
         if self.watch is not None:
             self.waits_at_open = self.watch.waits_ms()
@@ -224,7 +225,7 @@ class TimedSchedule:
         """Whether call ``index`` is checked: a draw from the run's secret, unpredictable to the worker and the
         same for every solution of the workload (so the reference's outputs for it serve them all: the
         evaluators' ``TimedCheck.expected``)."""
-        return self.ctx.seed_for(*self.purpose, "pick", index) / (1 << 63) < self.probability
+        return self.stream.seed("pick", index) / (1 << 63) < self.probability
 
     def on_shipped(self, outputs: Sequence[tuple[torch.Tensor, ...]], indices: Sequence[int], asked_at: float,
                    arrived_at: float) -> None:
