@@ -17,6 +17,7 @@ from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.inputs import InputPlan
 from flashinfer_bench.bench.judge.phases import DRAWS, phase
 from flashinfer_bench.bench.seeds import SeedStream, stable_seed
+from flashinfer_bench.bench.slot import TensorLayout, output_layouts
 from flashinfer_bench.data import Definition, Workload
 
 
@@ -43,6 +44,11 @@ class EvaluationContext:
     @cached_property
     def input_plan(self) -> InputPlan:
         return InputPlan(self.definition, self.workload, self.device, self.trace_set_root)
+
+    @cached_property
+    def output_layouts(self) -> list[TensorLayout]:
+        """The outputs' layouts (``slot.output_layouts``), bound once: the judge reads and sizes them often."""
+        return output_layouts(self.definition, self.workload)
 
     def inputs(self, seed: int) -> list[Any]:
         """The inputs drawn from ``seed``: the same tensors the solution's process draws from it."""

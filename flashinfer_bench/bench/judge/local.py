@@ -22,7 +22,7 @@ from flashinfer_bench.bench.judge.solution import (
     read_call_result,
     read_outputs,
 )
-from flashinfer_bench.bench.slot import Slot, output_layouts
+from flashinfer_bench.bench.slot import Slot
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.failures import failure_of
 
@@ -53,7 +53,7 @@ class LocalSolution(SolutionHandle):
     def time(self, iterations: int, warmup: int, schedule: Schedule) -> TimingClaim:
         per_call = call_slot_bytes(self.ctx, 1, ())
         slot = Slot(bytearray(per_call * schedule.round_limit if schedule.picks_calls else 1))
-        layouts = output_layouts(self.ctx.definition, self.ctx.workload)
+        layouts = self.ctx.output_layouts
 
         class Direct:
             asked_at = 0.0

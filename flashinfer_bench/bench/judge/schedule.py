@@ -54,7 +54,7 @@ import torch
 
 from flashinfer_bench.bench.judge.clock import ClockFloor, HostReading, HostWatch, copy_out_ms, synchronize
 from flashinfer_bench.bench.judge.context import EvaluationContext
-from flashinfer_bench.bench.slot import output_layouts, total_bytes
+from flashinfer_bench.bench.slot import total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.failures import CallFailed
 from flashinfer_bench.data import EvaluationStatus
@@ -109,7 +109,7 @@ NOTED_BUSY_FRACTION = 0.1
 
 def round_calls(ctx: EvaluationContext) -> int:
     """How many calls a round of this evaluation holds at most (see ``KEPT_BYTES``)."""
-    size = total_bytes(output_layouts(ctx.definition, ctx.workload))
+    size = total_bytes(ctx.output_layouts)
     return max(1, min(ROUND_CALLS, KEPT_BYTES // max(size, 1)))
 
 
@@ -268,7 +268,7 @@ class TimedSchedule:
         """The first failing verdict among the picked calls (then ``check.finish``'s), or None. The calls are
         checked in groups of at most CHECK_GROUP_BYTES of outputs and expected values (at least one call per group)."""
         # Outputs and expected values (the reference's outputs) of a group are held together; inputs one at a time.
-        size = 2 * total_bytes(output_layouts(self.ctx.definition, self.ctx.workload))
+        size = 2 * total_bytes(self.ctx.output_layouts)
         per_group = max(1, CHECK_GROUP_BYTES // max(size, 1)) if check.grouped else 1
         for first in range(0, len(self.picked), per_group):
             group = self.picked_inputs(self.picked[first:first + per_group])
@@ -281,7 +281,7 @@ class TimedSchedule:
     @property
     def copy_ms(self) -> float:
         """The judge's own time to copy one call's outputs."""
-        return copy_out_ms(total_bytes(output_layouts(self.ctx.definition, self.ctx.workload)), self.ctx.device)
+        return copy_out_ms(total_bytes(self.ctx.output_layouts), self.ctx.device)
 
     def _draw_ms(self) -> float:
         return median(self.draw_ms) if self.draw_ms else 0.0
