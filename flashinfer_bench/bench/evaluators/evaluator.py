@@ -166,6 +166,12 @@ class TimedCheck:
     #: one at a time.
     grouped = True
 
+    def known(self, seed: int) -> Any | None:
+        """What the call of input seed ``seed`` is judged against, where that is known without its inputs (the
+        reference's outputs kept for an earlier solution of the workload); None where ``expected`` must work it
+        out."""
+        return self.baseline.timed_expected.get(seed)
+
     def expected(self, seed: int, inputs: list[Any]) -> Any:
         """What the call of input seed ``seed`` is judged against, worked out from its inputs (which are not
         kept): here the reference's outputs, kept in the baseline for the next solutions of the workload."""

@@ -72,6 +72,7 @@ class PickedCallCheck(Protocol):
 
     grouped: bool
 
+    def known(self, seed: int) -> Any | None: ...
     def expected(self, seed: int, inputs: list[Any]) -> Any: ...
     def check(self, calls: list[tuple[tuple[torch.Tensor, ...], Any]]) -> Verdict | None: ...
     def finish(self) -> Verdict | None: ...
@@ -80,10 +81,12 @@ class PickedCallCheck(Protocol):
 #: whose outputs and reference outputs take at most this many bytes (the comparison's float64 copies of them take
 #: up to 4x that for 16-bit outputs).
 CHECK_GROUP_BYTES = 16 << 20
+#: The judge draws again the inputs of this many picked calls of a session at least, to time its own draw; beyond
+#: them, only where the call's expected values are not known yet (the reference must run).
+TIMED_DRAWS = 5
 #: A round holds at most this many calls, and at most as many as keep ``KEPT_BYTES`` of outputs (at least one):
 #: the worker keeps a copy of every call's outputs until the round's picks are shipped.
-ROUND_CALLS = 100
-KEPT_BYTES = 128 << 20
+ROUND_CALLS, KEPT_BYTES = 100, 128 << 20
 #: The planned timed calls are split into this many rounds (fewer where there are fewer calls), so that the work
 #: per call is a median over rounds: a stall of the host in one round does not make an honest claim look low.
 TIMED_ROUNDS = 10
@@ -252,17 +255,27 @@ class TimedSchedule:
         self.held_scale = min(1.0, bound_ms / held_ms) if held_ms > 0 else 0.0
         self.busy_fraction = held_ms * self.held_scale / session_ms if session_ms > 0 else 0.0
 
-    def picked_inputs(self, picked: list[PickedCall] | None = None) -> Iterator[tuple[PickedCall, list[Any]]]:
-        """Each picked call (of ``picked``, else all) with its inputs, drawn again here one call at a time; the
-        time of each draw is kept (``draw_ms``)."""
+    def picked_inputs(self) -> Iterator[tuple[PickedCall, list[Any]]]:
+        """Each picked call with its inputs, drawn again here one call at a time (``_drawn``)."""
+        return ((call, self._drawn(call)) for call in self.picked)
+
+    def _drawn(self, call: PickedCall) -> list[Any]:
+        """The call's inputs, drawn again here; the draw's time is kept (``draw_ms``)."""
         device = self.ctx.device
-        for call in self.picked if picked is None else picked:
-            synchronize(device)
-            start, waited = time.perf_counter(), self._judge_waiting_ms()
-            inputs = self.ctx.inputs(call.seed)
-            synchronize(device)
-            self.draw_ms.append((time.perf_counter() - start) * 1e3 - (self._judge_waiting_ms() - waited))
-            yield call, inputs
+        synchronize(device)
+        start, waited = time.perf_counter(), self._judge_waiting_ms()
+        inputs = self.ctx.inputs(call.seed)
+        synchronize(device)
+        self.draw_ms.append((time.perf_counter() - start) * 1e3 - (self._judge_waiting_ms() - waited))
+        return inputs
+
+    def _expected(self, call: PickedCall, check: PickedCallCheck) -> Any:
+        """What the call is judged against: known already, else worked out from its inputs drawn again."""
+        known = check.known(call.seed)
+        if known is None or len(self.draw_ms) < TIMED_DRAWS:  # drawn to be timed too
+            inputs = self._drawn(call)
+            return known if known is not None else check.expected(call.seed, inputs)
+        return known
 
     def judge_picked(self, check: PickedCallCheck) -> Verdict | None:
         """The first failing verdict among the picked calls (then ``check.finish``'s), or None. The calls are
@@ -271,9 +284,8 @@ class TimedSchedule:
         size = 2 * total_bytes(self.ctx.output_layouts)
         per_group = max(1, CHECK_GROUP_BYTES // max(size, 1)) if check.grouped else 1
         for first in range(0, len(self.picked), per_group):
-            group = self.picked_inputs(self.picked[first:first + per_group])
-            result = check.check([(tuple(t.to(self.ctx.device) for t in call.outputs), check.expected(call.seed, inputs))
-                                  for call, inputs in group])
+            result = check.check([(tuple(t.to(self.ctx.device) for t in call.outputs), self._expected(call, check))
+                                  for call in self.picked[first:first + per_group]])
             if result is not None and not result.passed:
                 return result
         return check.finish()

@@ -307,6 +307,42 @@ def test_picks_come_from_the_runs_secret_and_the_reference_runs_once_per_picked_
     assert len(calls) == 1 and torch.equal(first[0], again[0])
 
 
+def test_picked_calls_whose_expected_values_are_known_are_drawn_again_only_to_time_the_draw():
+    """The judge draws a picked call's inputs again where the reference must run on them; where the reference's
+    outputs are kept already (an earlier solution of the workload), only the first picks are drawn, to time the
+    judge's own draw. Every picked call is checked either way, against what its seed's inputs give."""
+    from flashinfer_bench.bench.judge.schedule import TIMED_DRAWS, PickedCall, TimedSchedule
+
+    ctx = evaluation_context(SCALE, WORKLOAD, CFG)
+    schedule = TimedSchedule(ctx, ("timed", 0), warmup=1, iterations=3, probability=1.0)
+    seeds = [ctx.seed_for("timed", 0, index) for index in range(TIMED_DRAWS + 7)]
+    schedule.picked = [PickedCall(index, seed, (torch.zeros(64),)) for index, seed in enumerate(seeds)]
+    unknown = {seeds[TIMED_DRAWS + 2], seeds[TIMED_DRAWS + 5]}
+
+    class Check:
+        grouped = True
+        worked_out, judged = [], []
+
+        def known(self, seed):
+            return None if seed in unknown else ("known", seed)
+
+        def expected(self, seed, inputs):
+            assert torch.equal(inputs[0], ctx.inputs(seed)[0])
+            self.worked_out.append(seed)
+            return ("worked out", seed)
+
+        def check(self, calls):
+            self.judged += [expected for _, expected in calls]
+
+        def finish(self):
+            return None
+
+    check = Check()
+    assert schedule.judge_picked(check) is None
+    assert len(schedule.draw_ms) == TIMED_DRAWS + len(unknown) and set(check.worked_out) == unknown
+    assert check.judged == [("worked out" if seed in unknown else "known", seed) for seed in seeds]
+
+
 def test_each_round_is_clocked_from_its_seeds_to_its_end_and_shipments_apart(monkeypatch):
     """A round's window opens when its seeds go out and closes when the worker says it ended; a shipment of picked
     outputs is clocked on its own, per call shipped; seeds asked for before a round ended, and a round after one
