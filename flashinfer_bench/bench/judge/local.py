@@ -56,14 +56,19 @@ class LocalSolution(SolutionHandle):
         layouts = self.ctx.output_layouts
 
         class Direct:
+            """The judge's side as RemoteSolution runs it, the next round's seeds sent with no picks included."""
+
             asked_at = 0.0
+            ready: list[int] = []
 
             def more(self) -> list[int]:
-                return schedule.next_round()
+                seeds, self.ready = self.ready or schedule.next_round(), []
+                return seeds
 
-            def ran(self, count: int) -> list[int]:
+            def ran(self, count: int, more: bool) -> list[int]:
                 picked = schedule.on_ran(count)
                 self.asked_at = time.perf_counter()
+                self.ready = schedule.next_round() if more and not picked else []
                 return picked
 
             def shipped(self, indices: list[int]) -> None:

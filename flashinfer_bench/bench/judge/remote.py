@@ -76,7 +76,9 @@ class RemoteSolution(SolutionHandle):
                 continue
             picked = schedule.on_ran(message.count)
             asked_at = time.perf_counter()
-            self.channel.send(Ship(indices=picked))
+            # With none picked the next round's seeds go with the answer (the worker would ask for them at once).
+            self.channel.send(Ship(indices=picked, seeds=schedule.next_round() if message.more and not picked
+                                   else []))
             if picked:
                 shipped = self.channel.receive(Shipped)
                 arrived_at = time.perf_counter()
