@@ -183,9 +183,12 @@ class TimedCall:
         return normalize_outputs(self.result, len(self.definition.outputs))
 
 
-def take_values(into: Sequence[Any], source: Sequence[Any]) -> None:
+def take_values(into: list[Any], source: Sequence[Any]) -> None:
     """Make each tensor of ``into`` hold the values of the tensor at its place in ``source`` (same shapes), by
-    taking over its storage: no copy, and the same tensor objects, so a call made with ``into`` sees them."""
-    for dst, src in zip(into, source, strict=True):
+    taking over its storage: no copy, and the same tensor objects, so a call made with ``into`` sees them. Any
+    other value (a scalar drawn with the inputs) is replaced by ``source``'s."""
+    for index, (dst, src) in enumerate(zip(into, source, strict=True)):
         if isinstance(dst, torch.Tensor):
             dst.set_(src)
+        else:
+            into[index] = src

@@ -52,9 +52,10 @@ class Exchange(Protocol):
     def more(self) -> list[int]:
         """The next round's seeds."""
 
-    def ran(self, count: int) -> list[int]:
-        """Every call before ``count`` has ended; returns the indices of the calls of that round whose outputs the
-        judge asks for, in order."""
+    def ran(self, count: int, more: bool) -> list[int]:
+        """Every call before ``count`` has ended (``more``: more calls follow at once); returns the indices of
+        the calls of that round whose outputs the judge asks for, in order. With none, and ``more``, the judge
+        may hand the next round's seeds with the answer (``more()`` then returns them without asking)."""
 
     def shipped(self, indices: list[int]) -> None:
         """The outputs of calls ``indices`` are in the buffer, one after the other."""
@@ -124,7 +125,9 @@ class Harness:
 
         def end_round() -> None:
             nonlocal reported
-            picked = exchange.ran(begun)
+            # More calls follow at once within the warm-up and within the planned timed calls; between the two
+            # the timer works on the warm-up's records, which must fall between rounds, not in the next one.
+            picked = exchange.ran(begun, begun < warmup or warmup < begun < warmup + iterations)
             if picked:
                 self._ship([kept[index - reported] for index in picked], slot)
                 exchange.shipped(picked)

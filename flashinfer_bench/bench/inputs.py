@@ -142,6 +142,19 @@ class InputPlan:
                 start = -(-self.shared_sizes.get(dtype, 0) // per_alignment) * per_alignment
                 self.shared.setdefault(dtype, []).append((index, start, shape))
                 self.shared_sizes[dtype] = start + math.prod(shape)
+        #: The shared draws as ``draw`` makes them, worked out here so that a draw is seeding, one kernel per
+        #: dtype and a view per input (the worker draws for every timed call): per dtype, its size, whether it
+        #: is drawn as floats, and per input its index, shape, strides, first element and the dtype it is cast
+        #: to (None: drawn in its own).
+        self._shared_draws = [
+            (dtype, self.shared_sizes[dtype], dtype.is_floating_point,
+             [(index, shape, _contiguous_strides(shape), start, _cast_to(self.sources[index][1], dtype))
+              for index, start, shape in members])
+            for dtype, members in self.shared.items()]
+        #: The inputs not drawn in a shared buffer, by index.
+        in_shared = {index for members in self.shared.values() for index, _, _ in members}
+        self._rest = [index for index in range(len(self.sources)) if index not in in_shared]
+        self._torch_device = torch.device(device)
         self.blobs: BlobCache = {}
         self._generators: dict[str, torch.Generator] = {}
         #: Blob orders come from a generator of their own, so that they leave every other input's draw as it was.
@@ -172,25 +185,22 @@ class InputPlan:
 
     def draw(self, seed: int) -> list[Any]:
         """The definition's inputs, in order, drawn from ``seed`` (blob tensors are private copies)."""
-        definition, torch_device = self.definition, torch.device(self.device)
+        definition, torch_device = self.definition, self._torch_device
         generator = self.generator(self.device, seed)
         values: list[Any] = [None] * len(self.sources)
-        for dtype, members in self.shared.items():
-            size = self.shared_sizes[dtype]
-            if dtype.is_floating_point:
+        for dtype, size, floating, members in self._shared_draws:
+            if floating:
                 buffer = torch.randn(size, dtype=dtype, device=torch_device, generator=generator)
             else:
                 buffer = torch.randint(*RANDOM_INT_RANGE, (size,), dtype=dtype, device=torch_device,
                                        generator=generator)
-            for index, start, shape in members:
-                value = buffer[start:start + math.prod(shape)].view(shape)
-                wanted = DType(self.sources[index][1].dtype).to_torch()
-                values[index] = value if wanted == dtype else value.to(wanted)
+            for index, shape, strides, start, cast in members:
+                value = buffer.as_strided(shape, strides, start)
+                values[index] = value if cast is None else value.to(cast)
         made = self._init_inputs(seed) if self.from_init else None
         scalars: torch.Generator | None = None
-        for index, (name, spec, source, shape) in enumerate(self.sources):
-            if values[index] is not None:
-                continue
+        for index in self._rest:
+            name, spec, source, shape = self.sources[index]
             if made is not None and name in self.from_init:
                 values[index] = made.values.get(name)
             elif isinstance(source, ScalarInput):
@@ -211,6 +221,20 @@ class InputPlan:
                 raise ValueError("the drawn inputs break the definition's constraints (give these inputs in a "
                                  "blob): " + "; ".join(violations))
         return values
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= max(extent, 1)
+    return tuple(reversed(strides))
+
+
+def _cast_to(spec: TensorSpec, drawn: torch.dtype) -> torch.dtype | None:
+    """The dtype an input drawn in ``drawn`` is cast to, or None where it is drawn in its own."""
+    wanted = DType(spec.dtype).to_torch()
+    return None if wanted == drawn else wanted
 
 
 def _made_by_init(definition: Definition, workload: Workload) -> frozenset[str]:

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from flashinfer_bench.bench.slot import Slot, TensorLayout
+from flashinfer_bench.bench.slot import FIRST_PINNED_BYTES, Slot, TensorLayout
 from flashinfer_bench.testing import bench_gpu_time_detailed
 from flashinfer_bench.timing.cupti_timer import load_cupti
 from flashinfer_bench.timing.result import CUDA_EVENTS, CUPTI
@@ -45,13 +45,19 @@ def test_work_after_each_sample_runs_once_it_has_finished_and_is_not_counted(ena
 
 
 def test_a_pinned_buffer_takes_device_outputs_and_gives_them_back():
-    slot = Slot.create(1 << 20)
+    slot = Slot.create(16 << 20)
     try:
-        assert slot.pin()
+        assert slot.pin() and slot.pinned_bytes == FIRST_PINNED_BYTES  # locked as far as copies reach, not whole
         out = torch.randn(1000, device="cuda")
         end = slot.write(0, [out])
         (back,), _ = slot.read(0, [TensorLayout("out", torch.float32, (1000,))], "cuda")
         assert end == out.nbytes and torch.equal(back, out)
+        large = torch.randn(3 << 18, device="cuda")  # 3 MB, written after the first: locked further
+        end = slot.write(end, [large])
+        assert slot.pinned_bytes >= end
+        (first, second), _ = slot.read(0, [TensorLayout("out", torch.float32, (1000,)),
+                                          TensorLayout("large", torch.float32, (3 << 18,))], "cuda")
+        assert torch.equal(first, out) and torch.equal(second, large)
     finally:
         slot.close()
 

@@ -38,7 +38,7 @@ from flashinfer_bench.bench.judge.local import LocalSolution, UncheckedSchedule
 from flashinfer_bench.bench.judge.phases import CHECKS, phase
 from flashinfer_bench.bench.judge.schedule import SessionLatency, TimedSchedule
 from flashinfer_bench.bench.judge.solution import SolutionHandle
-from flashinfer_bench.bench.slot import output_layouts, output_mismatch
+from flashinfer_bench.bench.slot import output_mismatch
 from flashinfer_bench.bench.wire.parent_judge import ReferenceTiming
 from flashinfer_bench.data import Correctness, Definition, EvaluationStatus, Performance
 from flashinfer_bench.data import performance_extra as key
@@ -166,6 +166,12 @@ class TimedCheck:
     #: one at a time.
     grouped = True
 
+    def known(self, seed: int) -> Any | None:
+        """What the call of input seed ``seed`` is judged against, where that is known without its inputs (the
+        reference's outputs kept for an earlier solution of the workload); None where ``expected`` must work it
+        out."""
+        return self.baseline.timed_expected.get(seed)
+
     def expected(self, seed: int, inputs: list[Any]) -> Any:
         """What the call of input seed ``seed`` is judged against, worked out from its inputs (which are not
         kept): here the reference's outputs, kept in the baseline for the next solutions of the workload."""
@@ -205,7 +211,7 @@ class Evaluator(ABC):
         A trial whose reference outputs are all zero cannot fail a solution that returns zeros or scales its
         outputs (an MoE token routed to no local expert: half the draws of a one-token DeepSeek-routed workload),
         so such a trial is drawn again from another seed, up to ``TRIAL_DRAWS`` draws; the last is kept."""
-        layouts = output_layouts(ctx.definition, ctx.workload)
+        layouts = ctx.output_layouts
         baseline = Baseline(inputs=[], outputs=[], reference=reference)
         for trial in range(ctx.config.num_trials):
             for draw in range(TRIAL_DRAWS):

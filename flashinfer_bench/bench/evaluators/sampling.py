@@ -169,6 +169,10 @@ class SamplingTimedCheck(TimedCheck):
     #: Every timed call is picked, and each keeps a [batch, vocab] tensor of probabilities: one at a time.
     grouped = False
 
+    def known(self, seed: int) -> None:
+        """Never known ahead: every call is judged on the probabilities drawn for it."""
+        return None
+
     def expected(self, seed: int,
                  inputs: list[Any]) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """The probabilities the call was given, and its per-row top-k and top-p (None where not an input)."""

@@ -10,6 +10,7 @@ import functools
 import os
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 
 import torch
@@ -81,10 +82,40 @@ def _schedstat(path: str) -> tuple[int, int] | None:
     """(running, waiting) ns of one thread, from its schedstat; None where the kernel does not keep it."""
     try:
         with open(path) as handle:
-            fields = handle.read().split()
-        return int(fields[0]), int(fields[1])
-    except (OSError, ValueError, IndexError):
+            return _fields(handle.read())
+    except OSError:
         return None
+
+
+def _fields(text: str | bytes) -> tuple[int, int] | None:
+    try:
+        fields = text.split()
+        return int(fields[0]), int(fields[1])
+    except (ValueError, IndexError):
+        return None
+
+
+class _KeptSchedstat:
+    """One thread's schedstat read again and again through one descriptor (``os.pread`` at offset 0 makes the
+    kernel write the file afresh): a few microseconds a reading, where opening the file costs ~20 (the judge
+    reads two at every window's end). The descriptor is closed when this object goes."""
+
+    def __init__(self, path: str) -> None:
+        try:
+            self.fd: int | None = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            self.fd = None
+        else:
+            weakref.finalize(self, os.close, self.fd)
+
+    def read(self) -> tuple[int, int] | None:
+        """(running, waiting) ns; None where the kernel does not keep it or the thread is gone."""
+        if self.fd is None:
+            return None
+        try:
+            return _fields(os.pread(self.fd, 256, 0))
+        except OSError:
+            return None
 
 
 class HostWatch:
@@ -101,15 +132,17 @@ class HostWatch:
 
     def __init__(self, worker_pid: int | None) -> None:
         self.worker_pid = worker_pid
-        self.judge_thread = f"/proc/self/task/{threading.get_native_id()}/schedstat"
+        self.judge_thread = _KeptSchedstat(f"/proc/self/task/{threading.get_native_id()}/schedstat")
+        self.calling_thread = (_KeptSchedstat(f"/proc/{worker_pid}/task/{worker_pid}/schedstat")
+                               if worker_pid is not None else None)
 
     def read(self) -> HostReading | None:
-        judge = _schedstat(self.judge_thread)
+        judge = self.judge_thread.read()
         if judge is None:
             return None
-        if self.worker_pid is None:
+        if self.worker_pid is None or self.calling_thread is None:
             return HostReading(time.perf_counter(), 0, 0, judge[1])
-        worker = _schedstat(f"/proc/{self.worker_pid}/task/{self.worker_pid}/schedstat")
+        worker = self.calling_thread.read()
         if worker is None:
             return None
         running = 0
@@ -126,12 +159,12 @@ class HostWatch:
         """The calling thread's and the judge's thread's waits for a CPU so far (ms), cheap enough to read at
         every window's end. What comes out of a window is the larger of the two (``held_up``): they may have
         waited at the same time, and counting a wait twice would take a solution's work out of its window."""
-        judge = _schedstat(self.judge_thread)
+        judge = self.judge_thread.read()
         if judge is None:
             return 0.0, 0.0
-        if self.worker_pid is None:
+        if self.calling_thread is None:
             return 0.0, judge[1] / 1e6
-        worker = _schedstat(f"/proc/{self.worker_pid}/task/{self.worker_pid}/schedstat")
+        worker = self.calling_thread.read()
         return (worker[1] / 1e6 if worker is not None else 0.0), judge[1] / 1e6
 
     @staticmethod
@@ -139,7 +172,7 @@ class HostWatch:
         return max(after[0] - before[0], after[1] - before[1], 0.0)
 
     def judge_waiting_ms(self) -> float:
-        stat = _schedstat(self.judge_thread)
+        stat = self.judge_thread.read()
         return stat[1] / 1e6 if stat is not None else 0.0
 
     @staticmethod

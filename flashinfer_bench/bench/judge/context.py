@@ -16,7 +16,8 @@ from typing import Any
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.inputs import InputPlan
 from flashinfer_bench.bench.judge.phases import DRAWS, phase
-from flashinfer_bench.bench.seeds import stable_seed
+from flashinfer_bench.bench.seeds import SeedStream, stable_seed
+from flashinfer_bench.bench.slot import TensorLayout, output_layouts
 from flashinfer_bench.data import Definition, Workload
 
 
@@ -33,12 +34,21 @@ class EvaluationContext:
         """The input seed for ``purpose`` (e.g. ``("trial", 0)``), unpredictable without the secret."""
         return stable_seed(self.secret, self.definition.name, self.workload.uuid, *purpose)
 
+    def seed_stream(self, *purpose: object) -> SeedStream:
+        """``seed_for(*purpose, *rest)`` for many ``rest``s (a timing session's calls), computed faster."""
+        return SeedStream(self.secret, self.definition.name, self.workload.uuid, *purpose)
+
     def trial_seed(self, trial: int) -> int:
         return self.seed_for("trial", trial)
 
     @cached_property
     def input_plan(self) -> InputPlan:
         return InputPlan(self.definition, self.workload, self.device, self.trace_set_root)
+
+    @cached_property
+    def output_layouts(self) -> list[TensorLayout]:
+        """The outputs' layouts (``slot.output_layouts``), bound once: the judge reads and sizes them often."""
+        return output_layouts(self.definition, self.workload)
 
     def inputs(self, seed: int) -> list[Any]:
         """The inputs drawn from ``seed``: the same tensors the solution's process draws from it."""

@@ -22,7 +22,7 @@ from flashinfer_bench.bench.judge.solution import (
     read_call_result,
     read_outputs,
 )
-from flashinfer_bench.bench.slot import Slot, output_layouts
+from flashinfer_bench.bench.slot import Slot
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.failures import failure_of
 
@@ -53,17 +53,22 @@ class LocalSolution(SolutionHandle):
     def time(self, iterations: int, warmup: int, schedule: Schedule) -> TimingClaim:
         per_call = call_slot_bytes(self.ctx, 1, ())
         slot = Slot(bytearray(per_call * schedule.round_limit if schedule.picks_calls else 1))
-        layouts = output_layouts(self.ctx.definition, self.ctx.workload)
+        layouts = self.ctx.output_layouts
 
         class Direct:
+            """The judge's side as RemoteSolution runs it, the next round's seeds sent with no picks included."""
+
             asked_at = 0.0
+            ready: list[int] = []
 
             def more(self) -> list[int]:
-                return schedule.next_round()
+                seeds, self.ready = self.ready or schedule.next_round(), []
+                return seeds
 
-            def ran(self, count: int) -> list[int]:
+            def ran(self, count: int, more: bool) -> list[int]:
                 picked = schedule.on_ran(count)
                 self.asked_at = time.perf_counter()
+                self.ready = schedule.next_round() if more and not picked else []
                 return picked
 
             def shipped(self, indices: list[int]) -> None:
@@ -87,7 +92,8 @@ class UncheckedSchedule:
     picks_calls = False
 
     def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...], calls: int) -> None:
-        self.ctx, self.purpose, self.issued = ctx, purpose, 0
+        self.ctx, self.issued = ctx, 0
+        self.stream = ctx.seed_stream(*purpose)
         self.round_limit = max(1, calls)
 
     def opening_round(self) -> list[int]:
@@ -102,7 +108,7 @@ class UncheckedSchedule:
 
     def next_round(self) -> list[int]:
         first, self.issued = self.issued, self.issued + self.round_limit
-        return [self.ctx.seed_for(*self.purpose, index) for index in range(first, self.issued)]
+        return [self.stream.seed(index) for index in range(first, self.issued)]
 
     def finished(self) -> None:
         pass

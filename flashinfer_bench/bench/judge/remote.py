@@ -15,7 +15,7 @@ from flashinfer_bench.bench.judge.solution import (
     read_call_result,
     read_outputs,
 )
-from flashinfer_bench.bench.slot import Slot, output_layouts
+from flashinfer_bench.bench.slot import Slot
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.judge_worker import (
     Call,
@@ -63,7 +63,7 @@ class RemoteSolution(SolutionHandle):
     def time(self, iterations: int, warmup: int, schedule: Schedule) -> TimingClaim:
         per_call = call_slot_bytes(self.ctx, 1, ())
         slot = self.slots.at_least(per_call * schedule.round_limit)
-        layouts = output_layouts(self.ctx.definition, self.ctx.workload)
+        layouts = self.ctx.output_layouts
         self.channel.send(Time(iterations=iterations, warmup=warmup, seeds=schedule.opening_round()))
         while True:
             message = self.channel.receive(Ran, More, Timed)
@@ -76,7 +76,9 @@ class RemoteSolution(SolutionHandle):
                 continue
             picked = schedule.on_ran(message.count)
             asked_at = time.perf_counter()
-            self.channel.send(Ship(indices=picked))
+            # With none picked the next round's seeds go with the answer (the worker would ask for them at once).
+            self.channel.send(Ship(indices=picked, seeds=schedule.next_round() if message.more and not picked
+                                   else []))
             if picked:
                 shipped = self.channel.receive(Shipped)
                 arrived_at = time.perf_counter()

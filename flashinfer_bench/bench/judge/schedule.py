@@ -54,7 +54,7 @@ import torch
 
 from flashinfer_bench.bench.judge.clock import ClockFloor, HostReading, HostWatch, copy_out_ms, synchronize
 from flashinfer_bench.bench.judge.context import EvaluationContext
-from flashinfer_bench.bench.slot import output_layouts, total_bytes
+from flashinfer_bench.bench.slot import total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.failures import CallFailed
 from flashinfer_bench.data import EvaluationStatus
@@ -72,6 +72,7 @@ class PickedCallCheck(Protocol):
 
     grouped: bool
 
+    def known(self, seed: int) -> Any | None: ...
     def expected(self, seed: int, inputs: list[Any]) -> Any: ...
     def check(self, calls: list[tuple[tuple[torch.Tensor, ...], Any]]) -> Verdict | None: ...
     def finish(self) -> Verdict | None: ...
@@ -80,10 +81,12 @@ class PickedCallCheck(Protocol):
 #: whose outputs and reference outputs take at most this many bytes (the comparison's float64 copies of them take
 #: up to 4x that for 16-bit outputs).
 CHECK_GROUP_BYTES = 16 << 20
+#: The judge draws again the inputs of this many picked calls of a session at least, to time its own draw; beyond
+#: them, only where the call's expected values are not known yet (the reference must run).
+TIMED_DRAWS = 5
 #: A round holds at most this many calls, and at most as many as keep ``KEPT_BYTES`` of outputs (at least one):
 #: the worker keeps a copy of every call's outputs until the round's picks are shipped.
-ROUND_CALLS = 100
-KEPT_BYTES = 128 << 20
+ROUND_CALLS, KEPT_BYTES = 100, 128 << 20
 #: The planned timed calls are split into this many rounds (fewer where there are fewer calls), so that the work
 #: per call is a median over rounds: a stall of the host in one round does not make an honest claim look low.
 TIMED_ROUNDS = 10
@@ -109,7 +112,7 @@ NOTED_BUSY_FRACTION = 0.1
 
 def round_calls(ctx: EvaluationContext) -> int:
     """How many calls a round of this evaluation holds at most (see ``KEPT_BYTES``)."""
-    size = total_bytes(output_layouts(ctx.definition, ctx.workload))
+    size = total_bytes(ctx.output_layouts)
     return max(1, min(ROUND_CALLS, KEPT_BYTES // max(size, 1)))
 
 
@@ -150,7 +153,8 @@ class TimedSchedule:
 
     def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...], warmup: int, iterations: int,
                  probability: float, watch: HostWatch | None = None) -> None:
-        self.ctx, self.purpose, self.probability = ctx, purpose, probability
+        self.ctx, self.probability = ctx, probability
+        self.stream = ctx.seed_stream(*purpose)
         self.watch = watch
         self.started: HostReading | None = None
         self.warmup, self.calls = warmup, warmup + iterations
@@ -196,7 +200,7 @@ class TimedSchedule:
             size = min(self.round_limit, self.timed_round, self.calls - start)
         else:
             size = min(self.round_limit, self.calls - self.warmup)
-        seeds = [self.ctx.seed_for(*self.purpose, start + k) for k in range(size)]
+        seeds = [self.stream.seed(start + k) for k in range(size)]
         self.seeds.extend(seeds)
         if self.watch is not None:
             self.waits_at_open = self.watch.waits_ms()
@@ -224,7 +228,7 @@ class TimedSchedule:
         """Whether call ``index`` is checked: a draw from the run's secret, unpredictable to the worker and the
         same for every solution of the workload (so the reference's outputs for it serve them all: the
         evaluators' ``TimedCheck.expected``)."""
-        return self.ctx.seed_for(*self.purpose, "pick", index) / (1 << 63) < self.probability
+        return self.stream.seed("pick", index) / (1 << 63) < self.probability
 
     def on_shipped(self, outputs: Sequence[tuple[torch.Tensor, ...]], indices: Sequence[int], asked_at: float,
                    arrived_at: float) -> None:
@@ -251,28 +255,37 @@ class TimedSchedule:
         self.held_scale = min(1.0, bound_ms / held_ms) if held_ms > 0 else 0.0
         self.busy_fraction = held_ms * self.held_scale / session_ms if session_ms > 0 else 0.0
 
-    def picked_inputs(self, picked: list[PickedCall] | None = None) -> Iterator[tuple[PickedCall, list[Any]]]:
-        """Each picked call (of ``picked``, else all) with its inputs, drawn again here one call at a time; the
-        time of each draw is kept (``draw_ms``)."""
+    def picked_inputs(self) -> Iterator[tuple[PickedCall, list[Any]]]:
+        """Each picked call with its inputs, drawn again here one call at a time (``_drawn``)."""
+        return ((call, self._drawn(call)) for call in self.picked)
+
+    def _drawn(self, call: PickedCall) -> list[Any]:
+        """The call's inputs, drawn again here; the draw's time is kept (``draw_ms``)."""
         device = self.ctx.device
-        for call in self.picked if picked is None else picked:
-            synchronize(device)
-            start, waited = time.perf_counter(), self._judge_waiting_ms()
-            inputs = self.ctx.inputs(call.seed)
-            synchronize(device)
-            self.draw_ms.append((time.perf_counter() - start) * 1e3 - (self._judge_waiting_ms() - waited))
-            yield call, inputs
+        synchronize(device)
+        start, waited = time.perf_counter(), self._judge_waiting_ms()
+        inputs = self.ctx.inputs(call.seed)
+        synchronize(device)
+        self.draw_ms.append((time.perf_counter() - start) * 1e3 - (self._judge_waiting_ms() - waited))
+        return inputs
+
+    def _expected(self, call: PickedCall, check: PickedCallCheck) -> Any:
+        """What the call is judged against: known already, else worked out from its inputs drawn again."""
+        known = check.known(call.seed)
+        if known is None or len(self.draw_ms) < TIMED_DRAWS:  # drawn to be timed too
+            inputs = self._drawn(call)
+            return known if known is not None else check.expected(call.seed, inputs)
+        return known
 
     def judge_picked(self, check: PickedCallCheck) -> Verdict | None:
         """The first failing verdict among the picked calls (then ``check.finish``'s), or None. The calls are
         checked in groups of at most CHECK_GROUP_BYTES of outputs and expected values (at least one call per group)."""
         # Outputs and expected values (the reference's outputs) of a group are held together; inputs one at a time.
-        size = 2 * total_bytes(output_layouts(self.ctx.definition, self.ctx.workload))
+        size = 2 * total_bytes(self.ctx.output_layouts)
         per_group = max(1, CHECK_GROUP_BYTES // max(size, 1)) if check.grouped else 1
         for first in range(0, len(self.picked), per_group):
-            group = self.picked_inputs(self.picked[first:first + per_group])
-            result = check.check([(tuple(t.to(self.ctx.device) for t in call.outputs), check.expected(call.seed, inputs))
-                                  for call, inputs in group])
+            result = check.check([(tuple(t.to(self.ctx.device) for t in call.outputs), self._expected(call, check))
+                                  for call in self.picked[first:first + per_group]])
             if result is not None and not result.passed:
                 return result
         return check.finish()
@@ -280,7 +293,7 @@ class TimedSchedule:
     @property
     def copy_ms(self) -> float:
         """The judge's own time to copy one call's outputs."""
-        return copy_out_ms(total_bytes(output_layouts(self.ctx.definition, self.ctx.workload)), self.ctx.device)
+        return copy_out_ms(total_bytes(self.ctx.output_layouts), self.ctx.device)
 
     def _draw_ms(self) -> float:
         return median(self.draw_ms) if self.draw_ms else 0.0

@@ -17,7 +17,7 @@ import torch
 
 from flashinfer_bench.bench.judge.clock import ClockFloor, HostWatch
 from flashinfer_bench.bench.judge.context import EvaluationContext
-from flashinfer_bench.bench.slot import Slot, TensorLayout, input_layouts, output_layouts, total_bytes
+from flashinfer_bench.bench.slot import Slot, TensorLayout, input_layouts, total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
 
 
@@ -48,7 +48,7 @@ class Schedule(Protocol):
 
 
 def call_slot_bytes(ctx: EvaluationContext, repeat: int, return_inputs: Sequence[str]) -> int:
-    return (repeat * total_bytes(output_layouts(ctx.definition, ctx.workload))
+    return (repeat * total_bytes(ctx.output_layouts)
             + total_bytes(input_layouts(ctx.definition, ctx.workload, return_inputs)))
 
 
@@ -65,7 +65,7 @@ def read_outputs(slot: Slot, layouts: list[TensorLayout], calls: int, device: st
 
 def read_call_result(ctx: EvaluationContext, slot: Slot, repeat: int, return_inputs: Sequence[str],
                      wrote: list[str]) -> CallResult:
-    outputs, offset = read_outputs(slot, output_layouts(ctx.definition, ctx.workload), repeat, ctx.device)
+    outputs, offset = read_outputs(slot, ctx.output_layouts, repeat, ctx.device)
     returned_layouts = input_layouts(ctx.definition, ctx.workload, return_inputs)
     returned, _ = slot.read(offset, returned_layouts, ctx.device)
     return CallResult(outputs, {layout.name: t for layout, t in zip(returned_layouts, returned, strict=True)}, wrote)

@@ -66,7 +66,7 @@ class Call(_Message):
 
 class Time(_Message):
     """A timing loop, in rounds (judge/schedule.py): the first round's seeds, one per call; each later round's
-    come in a ``Next``, the answer to the worker's ``More``."""
+    come in a ``Next``, the answer to the worker's ``More``, or with a ``Ship`` that picks no call."""
 
     op: Literal["time"] = "time"
     iterations: int = Field(ge=1)
@@ -76,10 +76,12 @@ class Time(_Message):
 
 class Ship(_Message):
     """The answer to ``Ran``: put the kept outputs of these calls of the round just ended in the buffer, one after
-    the other (and answer ``Shipped``); none: go on."""
+    the other (and answer ``Shipped``); none: go on, with the next round's ``seeds`` where the worker said it
+    makes more calls (it asks no ``More`` for them)."""
 
     op: Literal["ship"] = "ship"
     indices: list[int]
+    seeds: list[int] = Field(default_factory=list)
 
 
 class Next(_Message):
@@ -118,10 +120,12 @@ class Called(_Message):
 
 
 class Ran(_Message):
-    """Every call before ``count`` has ended (a round is over)."""
+    """Every call before ``count`` has ended (a round is over); ``more``: the worker makes more calls (its planned
+    calls are not all made), so a ``Ship`` that picks none brings the next round's seeds."""
 
     op: Literal["ran"] = "ran"
     count: int = Field(ge=1)
+    more: bool = False
 
 
 class More(_Message):

@@ -58,14 +58,21 @@ class WireExchange:
 
     def __init__(self, channel: JudgeChannel) -> None:
         self.channel = channel
+        #: The next round's seeds, where the judge sent them with the picks of the round before.
+        self.ready: list[int] = []
 
     def more(self) -> list[int]:
+        if self.ready:
+            seeds, self.ready = self.ready, []
+            return seeds
         self.channel.send(More())
         return list(self._answer(Next).seeds)
 
-    def ran(self, count: int) -> list[int]:
-        self.channel.send(Ran(count=count))
-        return list(self._answer(Ship).indices)
+    def ran(self, count: int, more: bool) -> list[int]:
+        self.channel.send(Ran(count=count, more=more))
+        ship = self._answer(Ship)
+        self.ready = list(ship.seeds)
+        return list(ship.indices)
 
     def shipped(self, indices: list[int]) -> None:
         self.channel.send(Shipped(indices=indices))

@@ -121,6 +121,27 @@ def test_every_timed_call_gets_inputs_no_call_saw_before():
     assert len({tuple(x.tolist()) for x in seen}) == calls  # no two calls, correctness or timed, saw the same
 
 
+def test_a_drawn_scalar_input_is_fresh_in_every_timed_call():
+    """A scalar input the workload does not give is drawn per call like the tensors: the timing loop must hand
+    every call its own draw's value (the judge checks picked calls against the reference on that value)."""
+    scaled = Definition.model_validate({
+        "name": "scaled", "op_type": "elementwise", "axes": {"n": {"type": "var"}},
+        "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "alpha": {"shape": None, "dtype": "float32"}},
+        "outputs": {"out": {"shape": ["n"], "dtype": "float32"}},
+        "reference": "def run(x, alpha):\n    return x * alpha\n"})
+    seen = []
+
+    def run(x, alpha):
+        seen.append(alpha)
+        return x * alpha
+
+    every_call_checked = CFG.model_copy(update={"extra": {"timed_check_probability": 1.0}})
+    correctness, timing = timed(run, definition=scaled, cfg=every_call_checked)
+    assert correctness.passed and timing is not None
+    calls = CFG.num_trials * (1 + CFG.warmup_runs + CFG.iterations)
+    assert len(seen) == calls and len(set(seen)) == calls
+
+
 def test_sampling_outputs_are_not_judged_one_call_at_a_time():
     assert SamplingEvaluator.check_timed_outputs(SCALE, [((torch.zeros(1),), (torch.ones(1),))], CFG) is None
 
@@ -284,6 +305,42 @@ def test_picks_come_from_the_runs_secret_and_the_reference_runs_once_per_picked_
     first = TimedCheck(DefaultEvaluator, ctx, baseline).expected(ctx.seed_for("timed", 0, 7), inputs)
     again = TimedCheck(DefaultEvaluator, ctx, baseline).expected(ctx.seed_for("timed", 0, 7), inputs)
     assert len(calls) == 1 and torch.equal(first[0], again[0])
+
+
+def test_picked_calls_whose_expected_values_are_known_are_drawn_again_only_to_time_the_draw():
+    """The judge draws a picked call's inputs again where the reference must run on them; where the reference's
+    outputs are kept already (an earlier solution of the workload), only the first picks are drawn, to time the
+    judge's own draw. Every picked call is checked either way, against what its seed's inputs give."""
+    from flashinfer_bench.bench.judge.schedule import TIMED_DRAWS, PickedCall, TimedSchedule
+
+    ctx = evaluation_context(SCALE, WORKLOAD, CFG)
+    schedule = TimedSchedule(ctx, ("timed", 0), warmup=1, iterations=3, probability=1.0)
+    seeds = [ctx.seed_for("timed", 0, index) for index in range(TIMED_DRAWS + 7)]
+    schedule.picked = [PickedCall(index, seed, (torch.zeros(64),)) for index, seed in enumerate(seeds)]
+    unknown = {seeds[TIMED_DRAWS + 2], seeds[TIMED_DRAWS + 5]}
+
+    class Check:
+        grouped = True
+        worked_out, judged = [], []
+
+        def known(self, seed):
+            return None if seed in unknown else ("known", seed)
+
+        def expected(self, seed, inputs):
+            assert torch.equal(inputs[0], ctx.inputs(seed)[0])
+            self.worked_out.append(seed)
+            return ("worked out", seed)
+
+        def check(self, calls):
+            self.judged += [expected for _, expected in calls]
+
+        def finish(self):
+            return None
+
+    check = Check()
+    assert schedule.judge_picked(check) is None
+    assert len(schedule.draw_ms) == TIMED_DRAWS + len(unknown) and set(check.worked_out) == unknown
+    assert check.judged == [("worked out" if seed in unknown else "known", seed) for seed in seeds]
 
 
 def test_each_round_is_clocked_from_its_seeds_to_its_end_and_shipments_apart(monkeypatch):

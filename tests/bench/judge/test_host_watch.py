@@ -84,3 +84,28 @@ def test_the_calling_process_is_the_waiters_one_child_or_the_waiter(tmp_path):
         lone.kill()
         lone.wait()
     assert calling_process(None) is None
+
+
+def test_kept_readings_are_fresh_and_end_with_their_thread():
+    """The judge reads a thread's schedstat again and again through one descriptor: each reading is the kernel's
+    current figure, and a thread that has ended reads as nothing (not as its last figure, nor another's)."""
+    watch = HostWatch(os.getpid())  # the calling thread: this process's main thread, which runs the tests
+    before = watch.calling_thread.read()
+    if before is None:  # the kernel keeps no schedstat
+        return
+    spin(0.05)
+    after = watch.calling_thread.read()
+    assert after[0] - before[0] >= 40 * MS and after[1] >= before[1]
+    kept = []
+
+    def keeps_its_own() -> None:
+        kept.append(HostWatch(None).judge_thread)
+        assert kept[0].read() is not None
+
+    thread = threading.Thread(target=keeps_its_own)
+    thread.start()
+    thread.join()
+    deadline = time.monotonic() + 10  # the thread's task ends a moment after join returns
+    while kept[0].read() is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert kept[0].read() is None
