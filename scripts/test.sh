@@ -3,8 +3,9 @@
 #
 # Tests run in parallel with pytest-xdist: one worker per core, at most 2 (the dataset tests may each take a third
 # of the memory, and most tests start processes of their own that use the other cores), FIB_TEST_WORKERS=N to
-# choose. `--dist loadgroup` keeps on one worker what must not be split (tests/conftest.py: the Ray tests, and the
-# tests of a module with a module-scoped fixture). Arguments go to pytest after these, so they can override them:
+# choose. `--dist loadfile`: a file's tests run on one worker, one after another, with the exceptions
+# tests/conftest.py names (the Ray tests share one worker; the dataset tests are handed out one by one).
+# Arguments go to pytest after these, so they can override them:
 # `./scripts/test.sh tests/cli/test_cli_main.py::test_x -x`; `-n 0` runs in this process, one test at a time
 # (for --pdb, or output printed as it comes with -s).
 set -euo pipefail
@@ -13,4 +14,4 @@ cd "$(dirname "$0")/.."
 .venv/bin/ruff check .
 cores=$(nproc 2>/dev/null || echo 1)
 workers=${FIB_TEST_WORKERS:-$((cores < 2 ? cores : 2))}
-exec .venv/bin/python -m pytest -q -n "$workers" --dist loadgroup "$@"
+exec .venv/bin/python -m pytest -q -n "$workers" --dist loadfile "$@"

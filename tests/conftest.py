@@ -1,8 +1,11 @@
 """Test-wide settings: Triton kernels run through Triton's interpreter when there is no GPU, tests marked ``gpu``
-are skipped there, and what must not be split across pytest-xdist's workers stays on one (``xdist_group``).
-The fast loop: ``pytest -m "not slow and not ray"``."""
+are skipped there, and how pytest-xdist's workers share the tests (scripts/test.sh runs them with ``-n 2 --dist
+loadfile``). The fast loop: ``pytest -m "not slow and not ray"``."""
+
+from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 import torch
@@ -10,36 +13,57 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-#: The xdist group of the tests that start a local Ray cluster: one at a time, on one worker (they look for the
-#: cluster's processes by name, and two clusters on one host compete for its ports).
-RAY_GROUP = "ray-cluster"
+#: Under ``--dist loadfile`` each file's tests run on one worker, one after another (a module-scoped fixture is
+#: set up once; tests may build on one another), except that these files share a worker with the others of their
+#: group ...
+TOGETHER = {
+    # one local Ray cluster at a time: two would compete for the host's ports, and these tests look for the
+    # cluster's processes by name
+    "tests/bench/runner/test_ray_runner.py": "ray",
+    "tests/serve/test_serve_ray.py": "ray",
+    # the adversarial set's C++ extension is compiled once, into the worker's build cache (below)
+    "tests/bench/runner/test_adversarial_fixture.py": "adversarial trace set",
+    "tests/serve/test_serve_parity.py": "adversarial trace set",
+}
+#: ... and the tests of these files, independent of one another and minutes long, are handed out one by one.
+APART = frozenset({"tests/dataset/test_dataset_references.py"})
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its own hook of this name)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``gpu`` are skipped, saying so, where there is no GPU. With ``--dist loadgroup`` (scripts/
-    test.sh), the tests marked ``ray`` run on one worker, and so do the tests of a module with a module-scoped
-    fixture (a server, a cluster, a built trace set: set up once, and its tests may build on one another)."""
-    no_gpu = None if torch.cuda.is_available() else pytest.mark.skip(
-        reason="needs a CUDA GPU (run on the GPU machine: pytest -m gpu)")
+    """Tests marked ``gpu`` are skipped, saying so, where there is no GPU. A test marked ``ray`` must be in a
+    file of the ``ray`` group. In an xdist worker the files that have a test marked ``slow`` come first (in the
+    same order in every worker, as xdist requires), so that none of them is left to run alone at the end."""
+    if not torch.cuda.is_available():
+        no_gpu = pytest.mark.skip(reason="needs a CUDA GPU (run on the GPU machine: pytest -m gpu)")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(no_gpu)
     for item in items:
-        if no_gpu is not None and "gpu" in item.keywords:
-            item.add_marker(no_gpu)
-        group = xdist_group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+        if "ray" in item.keywords and TOGETHER.get(file_of(item.nodeid)) != "ray":
+            raise pytest.UsageError(f"{item.nodeid} is marked ray: add its file to the ray group in {__file__}")
+    if hasattr(config, "workerinput"):
+        slow_files = {file_of(item.nodeid) for item in items if "slow" in item.keywords}
+        items.sort(key=lambda item: file_of(item.nodeid) not in slow_files)
 
 
-def xdist_group(item: pytest.Item) -> str | None:
-    if item.get_closest_marker("xdist_group") is not None:
-        return None  # the test names its own
-    if "ray" in item.keywords:
-        return RAY_GROUP
-    fixtures = getattr(item, "_fixtureinfo", None)
-    definitions = fixtures.name2fixturedefs.values() if fixtures is not None else ()
-    if any(definition.scope in ("module", "package") for chain in definitions for definition in chain):
-        return item.nodeid.split("::", 1)[0]
-    return None
+def file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` with the groups above; work is handed out in the order the workers collected it."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = file_of(nodeid)
+            return nodeid if path in APART else TOGETHER.get(path, path)
+
+    config.option.loadscopereorder = False  # xdist would hand out the files with the most tests first
+    return Scheduling(config, log)
 
 
 @pytest.fixture(autouse=True)

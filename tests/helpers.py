@@ -8,12 +8,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 FIXTURES = Path(__file__).parent / "fixtures"
-#: The tests that run the adversarial trace set, on one pytest-xdist worker (scripts/test.sh): its C++ extension is
-#: then compiled once, into that worker's build cache (tests/conftest.py), instead of once per worker.
-ADVERSARIAL_RUNS = pytest.mark.xdist_group("adversarial-trace-set")
 REPO = Path(__file__).resolve().parents[1]
 
 

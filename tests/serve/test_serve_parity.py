@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import ADVERSARIAL_RUNS, FIXTURES, REPO, child_env
+from helpers import FIXTURES, REPO, child_env
 from serve.server_process import FAST, ServerProcess
 
 from flashinfer_bench.client import Client
@@ -58,7 +58,6 @@ def test_the_example_solutions_get_runs_statuses(tmp_path):
 
 
 @pytest.mark.slow
-@ADVERSARIAL_RUNS
 def test_the_adversarial_solutions_get_runs_statuses(tmp_path):
     root = shutil.copytree(FIXTURES / "trace_sets" / "adversarial", tmp_path / "set")
     expected = run_statuses(root, "--timeout", "8")

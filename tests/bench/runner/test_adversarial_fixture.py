@@ -7,7 +7,7 @@ import json
 import shutil
 
 import pytest
-from helpers import ADVERSARIAL_RUNS, FIXTURES
+from helpers import FIXTURES
 
 from flashinfer_bench.bench import Benchmark, BenchmarkConfig
 from flashinfer_bench.data import TraceSet
@@ -16,7 +16,6 @@ ROOT = FIXTURES / "trace_sets" / "adversarial"
 
 
 @pytest.mark.slow
-@ADVERSARIAL_RUNS
 @pytest.mark.parametrize("isolated", [False, True], ids=["persistent", "isolated"])
 def test_every_solution_gets_its_expected_status(tmp_path, isolated):
     expected = json.loads((ROOT / "EXPECTED.json").read_text())
