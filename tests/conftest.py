@@ -27,6 +27,24 @@ TOGETHER = {
 }
 #: ... and the tests of these files, independent of one another and minutes long, are handed out one by one.
 APART = frozenset({"tests/dataset/test_dataset_references.py"})
+#: The terminal's size as the environment gives it, which the CLI's output fits (cli/main.py).
+TERMINAL_ENV = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """What this process's environment says of the terminal's size, for each xdist worker (below)."""
+    node.workerinput["terminal_env"] = {name: os.environ.get(name) for name in TERMINAL_ENV}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """An xdist worker starts with COLUMNS=80 and LINES=24 set (its output is a pipe): the CLIs the tests run would
+    wrap their output at 80 columns there, and nowhere else. A worker's terminal is its controller's."""
+    for name, value in getattr(config, "workerinput", {}).get("terminal_env", {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
