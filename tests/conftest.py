@@ -49,8 +49,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``gpu`` are skipped, saying so, where there is no GPU. A test marked ``ray`` must be in a
-    file of the ``ray`` group. In an xdist worker the files that have a test marked ``slow`` come first (in the
-    same order in every worker, as xdist requires), so that none of them is left to run alone at the end."""
+    file of the ``ray`` group. In an xdist worker the tests handed out one by one (the longest: the dataset's MoE
+    definitions take minutes) come first, then the files that have a test marked ``slow``, so that none of them is
+    left to run alone at the end (in the same order in every worker, as xdist requires)."""
     if not torch.cuda.is_available():
         no_gpu = pytest.mark.skip(reason="needs a CUDA GPU (run on the GPU machine: pytest -m gpu)")
         for item in items:
@@ -61,7 +62,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"{item.nodeid} is marked ray: add its file to the ray group in {__file__}")
     if hasattr(config, "workerinput"):
         slow_files = {file_of(item.nodeid) for item in items if "slow" in item.keywords}
-        items.sort(key=lambda item: file_of(item.nodeid) not in slow_files)
+        items.sort(key=lambda item: (file_of(item.nodeid) not in APART, file_of(item.nodeid) not in slow_files))
 
 
 def file_of(nodeid: str) -> str:
