@@ -147,11 +147,6 @@ def sampling_definition(vocab: int) -> Any:
     })
 
 
-def claims_stood(notes: list[str]) -> bool:
-    """No claimed latency was disbelieved (notes about a busy host, which the judge corrected for, may be there)."""
-    return not any("not believed" in note for note in notes)
-
-
 #: What the local Ray clusters of the tests run with: every node on the loopback address, token authentication on.
 #: One token for the whole test session: a process that has imported Ray keeps the token it first read, and a
 #: later cluster with another one cannot be reached from it (its GCS "fails to start").
