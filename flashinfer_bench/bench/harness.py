@@ -29,7 +29,7 @@ from flashinfer_bench.bench.calling import (
     take_values,
 )
 from flashinfer_bench.bench.inputs import InputPlan
-from flashinfer_bench.bench.slot import Slot, TensorLayout, output_layouts, output_mismatch
+from flashinfer_bench.bench.slot import Slot, TensorLayout, output_layouts, output_mismatch, total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.failures import CallFailed
 from flashinfer_bench.data import Definition, EvaluationStatus, Workload
@@ -116,6 +116,9 @@ class Harness:
         asks for outputs), every call's outputs are kept until its round has ended, for the judge to ask for any."""
         from flashinfer_bench.testing import bench_gpu_time_detailed
 
+        # Room for shipping a whole round as large as the first (at the defaults the warm-up's, twice a timed
+        # round), locked for the device's copies now, inside the first window, not in a shipment the judge clocks.
+        slot.reserve(len(seeds) * total_bytes(self.layouts))
         live = self.inputs(seeds[0])
         upcoming = deque(seeds[1:])
         timed = TimedCall(self.callee, self.definition, self.workload, live, self.device)

@@ -122,6 +122,12 @@ class Slot:
             return self.pinned_bytes > 0
         return self._pin_through(min(self.size, FIRST_PINNED_BYTES))
 
+    def reserve(self, nbytes: int) -> None:
+        """Where the buffer is being page-locked (``pin``), lock its first ``nbytes`` now, ahead of the copies that
+        will need them (the timing loop does so before its first call: not while a shipment is clocked)."""
+        if 0 < self.pinned_bytes < min(nbytes, self.size):
+            self._pin_through(nbytes)
+
     def _pin_through(self, end: int) -> bool:
         """Page-locked from the start through ``end`` at least, and at least twice what was (one registration: a
         copy must not span two); False, and nothing locked, where the driver refuses."""
