@@ -9,24 +9,11 @@ from typing import Any
 
 import pytest
 import torch
+from xdist_scopes import APART, TOGETHER, file_of, scope_of
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-#: Under ``--dist loadfile`` each file's tests run on one worker, one after another (a module-scoped fixture is
-#: set up once; tests may build on one another), except that these files share a worker with the others of their
-#: group ...
-TOGETHER = {
-    # one local Ray cluster at a time: two would compete for the host's ports, and these tests look for the
-    # cluster's processes by name
-    "tests/bench/runner/test_ray_runner.py": "ray",
-    "tests/serve/test_serve_ray.py": "ray",
-    # the adversarial set's C++ extension is compiled once, into the worker's build cache (below)
-    "tests/bench/runner/test_adversarial_fixture.py": "adversarial trace set",
-    "tests/serve/test_serve_parity.py": "adversarial trace set",
-}
-#: ... and the tests of these files, independent of one another and minutes long, are handed out one by one.
-APART = frozenset({"tests/dataset/test_dataset_references.py"})
 #: The terminal's size as the environment gives it, which the CLI's output fits (cli/main.py).
 TERMINAL_ENV = ("COLUMNS", "LINES")
 
@@ -65,21 +52,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.sort(key=lambda item: (file_of(item.nodeid) not in APART, file_of(item.nodeid) not in slow_files))
 
 
-def file_of(nodeid: str) -> str:
-    return nodeid.split("::", 1)[0]
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadfile`` with the groups above; work is handed out in the order the workers collected it."""
+    """``--dist loadfile`` with the groups of tests/xdist_scopes.py; work is handed out in the order the workers collected it."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class Scheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = file_of(nodeid)
-            return nodeid if path in APART else TOGETHER.get(path, path)
+            return scope_of(nodeid)
 
     config.option.loadscopereorder = False  # xdist would hand out the files with the most tests first
     return Scheduling(config, log)
