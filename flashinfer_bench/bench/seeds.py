@@ -14,7 +14,10 @@ def new_run_secret() -> int:
 
 def stable_seed(*parts: object) -> int:
     """A 63-bit seed from ``parts``, the same in every process (Python's ``hash`` of a str is not)."""
-    digest = hashlib.sha256("/".join(str(part) for part in parts).encode()).digest()
+    return _as_seed(hashlib.sha256("/".join(str(part) for part in parts).encode()).digest())
+
+
+def _as_seed(digest: bytes) -> int:
     return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
 
@@ -31,4 +34,4 @@ class SeedStream:
             raise ValueError("a seed of a stream needs at least one part beyond its prefix")
         digest = self._prefix.copy()
         digest.update("/".join(str(part) for part in rest).encode())
-        return int.from_bytes(digest.digest()[:8], "little") & ((1 << 63) - 1)
+        return _as_seed(digest.digest())
