@@ -32,11 +32,16 @@ class EvaluationContext:
 
     def seed_for(self, *purpose: object) -> int:
         """The input seed for ``purpose`` (e.g. ``("trial", 0)``), unpredictable without the secret."""
-        return stable_seed(self.secret, self.definition.name, self.workload.uuid, *purpose)
+        return stable_seed(*self._seed_prefix, *purpose)
 
     def seed_stream(self, *purpose: object) -> SeedStream:
         """``seed_for(*purpose, *rest)`` for many ``rest``s (a timing session's calls), computed faster."""
-        return SeedStream(self.secret, self.definition.name, self.workload.uuid, *purpose)
+        return SeedStream(*self._seed_prefix, *purpose)
+
+    @property
+    def _seed_prefix(self) -> tuple[object, ...]:
+        """What every seed of this evaluation derives from: the run's secret and the (definition, workload)."""
+        return self.secret, self.definition.name, self.workload.uuid
 
     def trial_seed(self, trial: int) -> int:
         return self.seed_for("trial", trial)
