@@ -54,6 +54,24 @@ def device_process_environment(omp_num_threads: str | None) -> dict[str, str]:
     return environment
 
 
+def take_node_niceness() -> None:
+    """Run this thread, and so the device process it starts, at the niceness of the raylet that started this actor
+    (the node's own) rather than at the 15 Ray gives its workers (``worker_niceness``). At 15 the device process,
+    its judge and its workers would get a small share of a node busy with other work (beside two busy loops on two
+    cores, device hosts took 100 s to start instead of 24: docs/measurements.md), and the judge's clock would see
+    more of its windows held up. Lowering a niceness takes CAP_SYS_NICE (or an RLIMIT_NICE that allows it);
+    without, the host stays at Ray's and says so on stderr (the actor's log, which Ray shows the driver). Linux
+    keeps a niceness per thread, and a process started from a thread inherits that thread's."""
+    node, current = os.getpriority(os.PRIO_PROCESS, os.getppid()), os.getpriority(os.PRIO_PROCESS, 0)
+    if current == node:
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, node)
+    except PermissionError:
+        print(f"flashinfer-bench: the device process runs at niceness {current}, as Ray started its host; the "
+              f"node's {node} takes CAP_SYS_NICE: evaluations get less of a busy node's CPUs", file=sys.stderr)
+
+
 def ray_private_directories() -> tuple[str, ...]:
     """What workers must not see of Ray on this node: the session directory (the raylet's and the object store's
     sockets, logs) and ``~/.ray`` (the default place of the cluster's auth token)."""
@@ -79,6 +97,7 @@ def remove_stale_roots() -> None:
 class DeviceHost:
     def __init__(self, kind: str, timeout_seconds: float, items_per_worker: int | None,
                  omp_num_threads: str | None):
+        take_node_niceness()
         # Ray makes a GPU host's one GPU the only visible one (CUDA_VISIBLE_DEVICES).
         self.device = "cuda:0" if kind == "cuda" else "cpu"
         remove_stale_roots()
