@@ -91,8 +91,11 @@ def run(root: Path) -> dict[str, list[tuple[float, bool, float]]]:
             print(f"{trace.solution}: {evaluation.status.value} {evaluation.log[-300:]}")
             continue
         clock = statistics.median(evaluation.performance.extra.get("judge_clock_ms") or [float("nan")])
-        results.setdefault(trace.solution, []).append(
-            (evaluation.performance.latency_ms, "not believed" not in evaluation.log, clock))
+        believed = "not believed" not in evaluation.log
+        results.setdefault(trace.solution, []).append((evaluation.performance.latency_ms, believed, clock))
+        if not believed and trace.solution.startswith("honest"):  # what the judge said, to see why
+            said = [line for line in evaluation.log.splitlines() if line.startswith("timing:")]
+            print(f"{trace.solution} / {trace.workload.uuid}: " + " | ".join(said))
     return results
 
 
