@@ -165,7 +165,8 @@ def test_a_cycle_is_caught(tmp_path):
     root = copy_of_package(tmp_path)
     clock = root / "bench" / "judge" / "clock.py"
     clock.write_text(clock.read_text() + "\n\ndef later():\n    from flashinfer_bench.bench.judge import schedule\n")
-    assert violations(root) == ["import cycle: bench.judge.clock -> bench.judge.schedule"]
+    [found] = violations(root)
+    assert found.startswith("import cycle: bench.judge.clock -> ") and found.endswith(" -> bench.judge.schedule")
 
 
 #: No module of the package is longer than this (small modules with one job each).

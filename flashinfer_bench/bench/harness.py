@@ -29,10 +29,13 @@ from flashinfer_bench.bench.calling import (
     take_values,
 )
 from flashinfer_bench.bench.inputs import InputPlan
+from flashinfer_bench.bench.replay import ReplayedCalls, ReplayShape
 from flashinfer_bench.bench.slot import Slot, TensorLayout, output_layouts, output_mismatch, total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.failures import CallFailed
 from flashinfer_bench.data import Definition, EvaluationStatus, Workload
+from flashinfer_bench.timing.graph import GraphCaptureFailed
+from flashinfer_bench.timing.result import CUDA_EVENTS, WARM
 
 
 @contextmanager
@@ -52,10 +55,11 @@ class Exchange(Protocol):
     def more(self) -> list[int]:
         """The next round's seeds."""
 
-    def ran(self, count: int, more: bool) -> list[int]:
-        """Every call before ``count`` has ended (``more``: more calls follow at once); returns the indices of
-        the calls of that round whose outputs the judge asks for, in order. With none, and ``more``, the judge
-        may hand the next round's seeds with the answer (``more()`` then returns them without asking)."""
+    def ran(self, count: int, more: bool, replay: bool = False) -> list[int]:
+        """Every call before ``count`` has ended (``more``: more calls follow at once; ``replay``: the calls after
+        these are replayed from a CUDA graph, bench/replay.py); returns the indices of the calls of that round
+        whose outputs the judge asks for, in order. With none, and ``more``, the judge may hand the next round's
+        seeds with the answer (``more()`` then returns them without asking)."""
 
     def shipped(self, indices: list[int]) -> None:
         """The outputs of calls ``indices`` are in the buffer, one after the other."""
@@ -109,11 +113,91 @@ class Harness:
         return modified_inputs(names, pristine, live)
 
     def time(self, iterations: int, warmup: int, seeds: Sequence[int], exchange: Exchange,
-             slot: Slot, *, keep_outputs: bool = True) -> TimingClaim:
+             slot: Slot, *, keep_outputs: bool = True, replay: ReplayShape | None = None) -> TimingClaim:
         """The timing loop: every call on fresh inputs, drawn outside the timed span from the seeds the judge hands
         out a round at a time (``seeds``: the first round's). A round's end is reported as soon as its last call's
         work has finished, before the timer works on its samples. With ``keep_outputs`` (unless the judge never
-        asks for outputs), every call's outputs are kept until its round has ended, for the judge to ask for any."""
+        asks for outputs), every call's outputs are kept until its round has ended, for the judge to ask for any.
+
+        With ``replay`` (and warm-up calls), the timed calls are replayed from a CUDA graph (``_time_replayed``)
+        where they can be; otherwise they are made one at a time."""
+        if replay is not None and warmup:
+            replays = self._replays(replay, keep_outputs)
+            if replays is not None:
+                return self._time_replayed(replays, replay, warmup, seeds, exchange, slot, keep_outputs)
+        return self._time_each(iterations, warmup, seeds, exchange, slot, keep_outputs)
+
+    def _replays(self, replay: ReplayShape, keep_outputs: bool) -> Replays | None:
+        """The call this harness replays and its graphs (kept for the next sessions), the first round's captured;
+        None where the calls cannot be replayed: the plan's draws need the host, the callee has a setup (it runs per
+        call, for the values drawn), or the capture failed (and is not tried again)."""
+        if keep_outputs not in self._replayed:
+            replays = None
+            timed = TimedCall(self.callee, self.definition, self.workload, self.inputs(0), self.device)
+            if self.plan.replay_obstacle is None and not timed.has_setup:
+                replays = Replays(self.plan, timed, self.layouts, keep_outputs)
+                try:
+                    replays.graph(replay.first_calls)
+                except GraphCaptureFailed:
+                    replays = None
+            self._replayed[keep_outputs] = replays
+        return self._replayed[keep_outputs]
+
+    @cached_property
+    def _replayed(self) -> dict[bool, Replays | None]:
+        return {}
+
+    def _time_replayed(self, replays: Replays, replay: ReplayShape, warmup: int, seeds: Sequence[int],
+                       exchange: Exchange, slot: Slot, keep_outputs: bool) -> TimingClaim:
+        """The warm-up calls one at a time on their own seeds, then ``replay.rounds`` rounds of one replay each,
+        seeded with the seed of the round's first call (its calls' inputs: ``DrawAt(seed, k)``; a round of a size
+        not seen before has its graph captured first, inside its window, which only makes that round longer: the
+        judge takes the work from the shortest, judge/replayed.py); a sample is a round's time per call, the
+        harness's own device work in it included (the judge takes out its own measure of that work). The last
+        warm-up round's end tells the judge that replays follow."""
+        slot.reserve(max(len(seeds), replay.most_calls) * total_bytes(self.layouts))
+        timed = replays.timed
+        pending = deque(seeds)
+        kept: list[tuple[Any, ...]] = []
+        begun = reported = 0
+        while begun < warmup:
+            if not pending:
+                pending.extend(exchange.more())
+            take_values(timed.inputs, self.inputs(pending.popleft()))
+            timed.call()
+            if keep_outputs:
+                kept.append(kept_copy(timed.latest))
+            begun += 1
+            if not pending:
+                torch.cuda.synchronize(self.device)
+                self._answer(exchange.ran(begun, True, replay=begun == warmup), kept.__getitem__, reported,
+                             exchange, slot)
+                kept.clear()
+                reported = begun
+        samples: list[float] = []
+        for left in reversed(range(replay.rounds)):
+            round_seeds = exchange.more()
+            if len(round_seeds) > replay.most_calls:
+                raise RuntimeError(f"the judge sent a round of {len(round_seeds)} calls to replay, more than "
+                                   f"{replay.most_calls}")
+            replayed = replays.graph(len(round_seeds))
+            replayed.run(round_seeds[0])
+            replayed.wait()
+            first, begun = begun, begun + len(round_seeds)
+            self._answer(exchange.ran(begun, bool(left)), replayed.kept, first, exchange, slot)
+            samples.append(replayed.replay_ms())
+        return TimingClaim(samples, CUDA_EVENTS, [], WARM, True)
+
+    def _answer(self, picked: list[int], kept: Callable[[int], tuple[Any, ...]], first: int, exchange: Exchange,
+                slot: Slot) -> None:
+        """Ship the picked calls' kept outputs (``kept(i)``: call ``first + i``'s), if any were picked."""
+        if picked:
+            self._ship([kept(index - first) for index in picked], slot)
+            exchange.shipped(picked)
+
+    def _time_each(self, iterations: int, warmup: int, seeds: Sequence[int], exchange: Exchange,
+                   slot: Slot, keep_outputs: bool) -> TimingClaim:
+        """The timing loop one call at a time, timed by ``bench_gpu_time_detailed``."""
         from flashinfer_bench.testing import bench_gpu_time_detailed
 
         # Room for shipping a whole round as large as the first (at the defaults the warm-up's, twice a timed
@@ -179,6 +263,20 @@ class Harness:
             if mismatch is not None:
                 raise CallFailed(*mismatch)
             offset = slot.write(offset, outputs)
+
+
+class Replays:
+    """A call replayed from CUDA graphs (bench/replay.py): one graph per round size, captured when first needed."""
+
+    def __init__(self, plan: InputPlan, timed: TimedCall, layouts: list[TensorLayout], keep_outputs: bool) -> None:
+        self.plan, self.timed, self.layouts, self.keep_outputs = plan, timed, layouts, keep_outputs
+        self.graphs: dict[int, ReplayedCalls] = {}
+
+    def graph(self, calls: int) -> ReplayedCalls:
+        if calls not in self.graphs:
+            self.graphs[calls] = ReplayedCalls(self.plan, self.timed.inputs, self.timed.call,
+                                               self.timed.latest if self.keep_outputs else None, self.layouts, calls)
+        return self.graphs[calls]
 
 
 def kept_copy(latest: Callable[[], tuple[Any, ...]]) -> tuple[Any, ...]:

@@ -17,6 +17,8 @@ its workload does not give as a scalar or a blob, seeded with the same seed, so 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,21 @@ def _random_tensor(spec: TensorSpec, shape: tuple[int, ...], name: str, definiti
         return torch.randint(0, 2, shape, device=device, generator=generator).bool()
     low, high = RANDOM_INT_RANGE
     return torch.randint(low, high, shape, dtype=dtype.to_torch(), device=device, generator=generator)
+
+
+@dataclass(frozen=True)
+class DrawAt:
+    """The inputs of the call at ``position`` of a round replayed from a CUDA graph (bench/replay.py): the
+    ``position``-th draw, one after the other, of a device generator seeded with ``seed``. A replayed round draws
+    all its calls' inputs on the device from one seed, with no host work between them; the judge draws any one of
+    them alone by moving the generator to where that draw began (``InputPlan.offset_per_draw``)."""
+
+    seed: int
+    position: int
+
+
+#: What a call's inputs are drawn from: a seed of their own, or their place in a replayed round.
+InputKey = int | DrawAt
 
 
 #: Blob tensors read from disk, by (file, key, device): a worker drawing fresh inputs for every timed call reads
@@ -183,10 +200,45 @@ class InputPlan:
         self.layout = made.layout
         return made
 
-    def draw(self, seed: int) -> list[Any]:
-        """The definition's inputs, in order, drawn from ``seed`` (blob tensors are private copies)."""
+    @cached_property
+    def replay_obstacle(self) -> str | None:
+        """Why this plan's draws cannot be replayed from a CUDA graph (bench/replay.py), or None where they can:
+        every value a graph replays must come from the device generator, with nothing worked out on the host per
+        draw and nothing read back from the device."""
+        if not self.device.startswith("cuda"):
+            return "inputs are not drawn on a CUDA device"
+        if self.from_init:
+            return "the definition's init draws the inputs"
+        if self.blob_orders:
+            return "blob inputs are reordered for each draw"
+        if self.value_constraints:
+            return "constraints on drawn values are checked for each draw"
+        if any(source is None and shape is None for _, _, source, shape in self.sources):
+            return "scalar inputs are drawn on the host"
+        return None
+
+    @cached_property
+    def offset_per_draw(self) -> int:
+        """How far one draw moves a device generator (the same for every draw of the plan: shapes are fixed), so
+        that the draw at a round's position ``k`` starts at ``k`` times this (``DrawAt``)."""
+        generator = torch.Generator(device=self._torch_device)
+        generator.manual_seed(0)
+        self.draw_from(generator, 0)
+        return generator.get_offset()
+
+    def draw(self, key: InputKey) -> list[Any]:
+        """The definition's inputs, in order, drawn from ``key``: a seed, or a replayed round's seed and the
+        call's place in it (``DrawAt``; blob tensors are private copies)."""
+        if isinstance(key, DrawAt):
+            generator = self.generator(self.device, key.seed)
+            generator.set_offset(key.position * self.offset_per_draw)
+            return self.draw_from(generator, key.seed)
+        return self.draw_from(self.generator(self.device, key), key)
+
+    def draw_from(self, generator: torch.Generator, seed: int) -> list[Any]:
+        """The definition's inputs, in order, drawn on the device from ``generator`` where it stands (from
+        ``seed`` where ``init``, blob orders or host scalars need a seed of their own)."""
         definition, torch_device = self.definition, self._torch_device
-        generator = self.generator(self.device, seed)
         values: list[Any] = [None] * len(self.sources)
         for dtype, size, floating, members in self._shared_draws:
             if floating:

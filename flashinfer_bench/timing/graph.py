@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
 import torch
 
@@ -16,13 +17,18 @@ class GraphCaptureFailed(RuntimeError):
     pass
 
 
-def capture(call: Step, calls: int, device: torch.device) -> torch.cuda.CUDAGraph:
+def capture(call: Step, calls: int, device: torch.device,
+            generators: Sequence[torch.Generator] = ()) -> torch.cuda.CUDAGraph:
     """A graph of ``call(0) ... call(calls - 1)``, captured on a side stream after one warm-up call there
-    (libraries such as cuBLAS set up per-stream state on first use, which must not happen mid-capture)."""
+    (libraries such as cuBLAS set up per-stream state on first use, which must not happen mid-capture).
+    ``generators``: device generators besides the default one that the calls draw from; each replay starts them
+    where they stand then (seeded before a replay, a generator gives that seed's draws)."""
     stream = torch.cuda.Stream(device)
     stream.wait_stream(torch.cuda.current_stream(device))
     graph = torch.cuda.CUDAGraph()
     try:
+        for generator in generators:
+            graph.register_generator_state(generator)
         with torch.cuda.stream(stream):
             call(0)
         torch.cuda.synchronize(device)

@@ -170,3 +170,15 @@ def test_a_value_keyed_cache_gets_no_hit_on_a_workload_whose_inputs_all_come_fro
     got = {t.solution: t.evaluation for t in benchmark.run_all(save_results=False).traces["blob_add"]}
     assert got["a_value_cache"].status.value == "PASSED" and "CACHE HIT" not in got["a_value_cache"].log
     assert got["b_index_cache"].status.value == "PASSED" and "CACHE HIT" in got["b_index_cache"].log
+
+
+def test_only_plans_whose_every_draw_is_on_the_device_generator_can_be_replayed(tmp_path):
+    """A CUDA graph replays device work only: inputs drawn on the host, reordered blobs, values checked against
+    constraints or an init's draws would be the same in every replay (bench/replay.py)."""
+    drawn = Workload(uuid="w", axes={"n": 8}, inputs={})
+    assert InputPlan(MIXED, drawn, "cpu", None).replay_obstacle == "inputs are not drawn on a CUDA device"
+    assert InputPlan(MIXED, drawn, "cuda:0", None).replay_obstacle is None
+    scalar = Definition.model_validate({**MIXED.model_dump(mode="json"),
+                                        "inputs": {"a": {"shape": None, "dtype": "float32"}},
+                                        "reference": "def run(a):\n    return a\n"})
+    assert InputPlan(scalar, drawn, "cuda:0", None).replay_obstacle == "scalar inputs are drawn on the host"

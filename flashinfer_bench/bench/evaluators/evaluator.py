@@ -33,6 +33,7 @@ from flashinfer_bench.bench.evaluators.compare import (
     row_errors,
     value_errors,
 )
+from flashinfer_bench.bench.inputs import InputKey
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.local import LocalSolution, UncheckedSchedule
 from flashinfer_bench.bench.judge.phases import CHECKS, phase
@@ -65,7 +66,7 @@ class Baseline:
     #: The reference's outputs for timed calls checked so far, by input seed (at most TIMED_EXPECTED_BYTES of
     #: them): every solution of the workload gets the same seeds and the same picks (judge/schedule.py), so the
     #: next one's checks reuse them instead of running the reference again.
-    timed_expected: dict[int, Any] = field(default_factory=dict)
+    timed_expected: dict[InputKey, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -104,7 +105,7 @@ def time_reference(reference: Callee, ctx: EvaluationContext) -> ReferenceTiming
     medians, samples, conditions = [], [], {}
     handle = LocalSolution(ctx, reference)
     for session in range(ctx.config.num_trials):
-        schedule = UncheckedSchedule(ctx, ("reference", session), ctx.config.warmup_runs + ctx.config.iterations)
+        schedule = UncheckedSchedule(ctx, ("reference", session), ctx.config.warmup_runs, ctx.config.iterations)
         claim = handle.time(ctx.config.iterations, ctx.config.warmup_runs, schedule)
         medians.append(median(claim.samples_ms))
         samples += claim.samples_ms
@@ -166,25 +167,25 @@ class TimedCheck:
     #: one at a time.
     grouped = True
 
-    def known(self, seed: int) -> Any | None:
-        """What the call of input seed ``seed`` is judged against, where that is known without its inputs (the
-        reference's outputs kept for an earlier solution of the workload); None where ``expected`` must work it
-        out."""
-        return self.baseline.timed_expected.get(seed)
+    def known(self, key: InputKey) -> Any | None:
+        """What the call of inputs drawn from ``key`` is judged against, where that is known without its inputs
+        (the reference's outputs kept for an earlier solution of the workload); None where ``expected`` must work
+        it out."""
+        return self.baseline.timed_expected.get(key)
 
-    def expected(self, seed: int, inputs: list[Any]) -> Any:
-        """What the call of input seed ``seed`` is judged against, worked out from its inputs (which are not
+    def expected(self, key: InputKey, inputs: list[Any]) -> Any:
+        """What the call of inputs drawn from ``key`` is judged against, worked out from its inputs (which are not
         kept): here the reference's outputs, kept in the baseline for the next solutions of the workload."""
         assert self.baseline.reference is not None
         kept = self.baseline.timed_expected
-        if seed in kept:
-            return kept[seed]
+        if key in kept:
+            return kept[key]
         ctx = self.ctx
         outputs = invoke(self.baseline.reference, ctx.definition, ctx.workload, clone_inputs(inputs), ctx.device)
         size = sum(t.nbytes for t in outputs if isinstance(t, torch.Tensor))
         if size + sum(t.nbytes for kept_outputs in kept.values() for t in kept_outputs
                       if isinstance(t, torch.Tensor)) <= TIMED_EXPECTED_BYTES:
-            kept[seed] = outputs
+            kept[key] = outputs
         return outputs
 
     def check(self, calls: list[tuple[tuple[torch.Tensor, ...], Any]]) -> CorrectnessResult | None:
@@ -341,7 +342,7 @@ class Evaluator(ABC):
         for session in range(cfg.num_trials):
             check = cls.timed_check(ctx, baseline)
             schedule = TimedSchedule(ctx, ("timed", session), cfg.warmup_runs, cfg.iterations, check.probability,
-                                     solution.host_watch())
+                                     solution.host_watch(), floor.replay_round_ms or 0.0)
             claim = solution.time(cfg.iterations, cfg.warmup_runs, schedule)
             with phase(CHECKS):
                 failure = schedule.judge_picked(check)
@@ -358,4 +359,4 @@ class Evaluator(ABC):
         extra = timing_extra(sessions, cfg, setup, timing)
         return PerformanceResult(Performance(latency_ms=latency, reference_latency_ms=reference,
                                              speedup_factor=speedup, extra=extra),
-                                 [note for s in sessions for note in s.notes], setup)
+                                 list(dict.fromkeys(note for s in sessions for note in s.notes)), setup)

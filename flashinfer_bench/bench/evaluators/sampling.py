@@ -45,7 +45,7 @@ from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.evaluators.evaluator import Baseline, CorrectnessResult, Evaluator, TimedCheck
 from flashinfer_bench.bench.evaluators.homogeneity import Homogeneity, homogeneity
 from flashinfer_bench.bench.harness import seeded
-from flashinfer_bench.bench.inputs import holds_floats
+from flashinfer_bench.bench.inputs import InputKey, holds_floats
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.solution import SolutionHandle
 from flashinfer_bench.bench.seeds import stable_seed
@@ -169,11 +169,11 @@ class SamplingTimedCheck(TimedCheck):
     #: Every timed call is picked, and each keeps a [batch, vocab] tensor of probabilities: one at a time.
     grouped = False
 
-    def known(self, seed: int) -> None:
+    def known(self, key: InputKey) -> None:
         """Never known ahead: every call is judged on the probabilities drawn for it."""
         return None
 
-    def expected(self, seed: int,
+    def expected(self, key: InputKey,
                  inputs: list[Any]) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """The probabilities the call was given, and its per-row top-k and top-p (None where not an input)."""
         rows = probabilities(self.ctx.definition, inputs)

@@ -24,6 +24,9 @@ class ClockFloor:
     """A call's share of its round's window, less the judge's time to draw its inputs."""
     ship_ms: float
     """Outputs asked for to outputs shipped, per call shipped, less the judge's time to copy that many bytes."""
+    replay_round_ms: float | None = None
+    """A replayed round's window less its replay (judge/replayed.py ``exchange_floor``): the exchange with the judge
+    and the waits around it; None where no round was replayed."""
 
 
 def synchronize(device: str) -> None:

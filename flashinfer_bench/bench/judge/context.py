@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from flashinfer_bench.bench.config import ResolvedEvalConfig
-from flashinfer_bench.bench.inputs import InputPlan
+from flashinfer_bench.bench.inputs import InputKey, InputPlan
 from flashinfer_bench.bench.judge.phases import DRAWS, phase
 from flashinfer_bench.bench.seeds import SeedStream, stable_seed
 from flashinfer_bench.bench.slot import TensorLayout, output_layouts
@@ -55,10 +55,23 @@ class EvaluationContext:
         """The outputs' layouts (``slot.output_layouts``), bound once: the judge reads and sizes them often."""
         return output_layouts(self.definition, self.workload)
 
-    def inputs(self, seed: int) -> list[Any]:
-        """The inputs drawn from ``seed``: the same tensors the solution's process draws from it."""
+    def inputs(self, key: InputKey) -> list[Any]:
+        """The inputs drawn from ``key``: the same tensors the solution's process draws from it."""
         with phase(DRAWS):
-            return self.input_plan.draw(seed)
+            return self.input_plan.draw(key)
+
+    def replay_harness_ms(self, calls: int) -> float:
+        """The harness's own device time per call in a replayed round (``replay.harness_device_ms``, on a graph of
+        ``calls`` calls), timed by the judge once per evaluation."""
+        if calls not in self._replay_harness_ms:
+            from flashinfer_bench.bench.replay import harness_device_ms
+
+            self._replay_harness_ms[calls] = harness_device_ms(self.input_plan, self.output_layouts, calls)
+        return self._replay_harness_ms[calls]
+
+    @cached_property
+    def _replay_harness_ms(self) -> dict[int, float]:
+        return {}
 
     @property
     def input_names(self) -> list[str]:

@@ -14,11 +14,13 @@ from flashinfer_bench.bench.harness import Harness
 from flashinfer_bench.bench.judge.calibration import calibrate, zero_filling_callee
 from flashinfer_bench.bench.judge.clock import ClockFloor
 from flashinfer_bench.bench.judge.context import EvaluationContext
+from flashinfer_bench.bench.judge.replayed import later_round_calls, replay_shape
 from flashinfer_bench.bench.judge.solution import (
     CallResult,
     Schedule,
     SolutionHandle,
     call_slot_bytes,
+    most_calls_shipped,
     read_call_result,
     read_outputs,
 )
@@ -52,7 +54,7 @@ class LocalSolution(SolutionHandle):
 
     def time(self, iterations: int, warmup: int, schedule: Schedule) -> TimingClaim:
         per_call = call_slot_bytes(self.ctx, 1, ())
-        slot = Slot(bytearray(per_call * schedule.round_limit if schedule.picks_calls else 1))
+        slot = Slot(bytearray(per_call * most_calls_shipped(schedule) if schedule.picks_calls else 1))
         layouts = self.ctx.output_layouts
 
         class Direct:
@@ -65,8 +67,8 @@ class LocalSolution(SolutionHandle):
                 seeds, self.ready = self.ready or schedule.next_round(), []
                 return seeds
 
-            def ran(self, count: int, more: bool) -> list[int]:
-                picked = schedule.on_ran(count)
+            def ran(self, count: int, more: bool, replay: bool = False) -> list[int]:
+                picked = schedule.on_ran(count, replay)
                 self.asked_at = time.perf_counter()
                 self.ready = schedule.next_round() if more and not picked else []
                 return picked
@@ -78,7 +80,7 @@ class LocalSolution(SolutionHandle):
 
         try:
             claim = self.harness.time(iterations, warmup, schedule.opening_round(), Direct(), slot,
-                                      keep_outputs=schedule.picks_calls)
+                                      keep_outputs=schedule.picks_calls, replay=schedule.replay)
         except Exception as exc:  # noqa: BLE001 - solution code may raise anything
             raise failure_of(exc) from None
         schedule.finished()
@@ -87,19 +89,28 @@ class LocalSolution(SolutionHandle):
 
 class UncheckedSchedule:
     """A timing loop's schedule for a trusted callee (the reference): a fresh seed for every call, all of a
-    session's planned calls in one round, no call picked, no clock kept."""
+    session's planned calls in one round (where they are replayed, bench/replay.py: the warm-up calls, then rounds
+    as a TimedSchedule hands them out, sized for the planned calls alone), no call picked, no clock kept."""
 
     picks_calls = False
 
-    def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...], calls: int) -> None:
+    def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...], warmup: int, iterations: int) -> None:
         self.ctx, self.issued = ctx, 0
         self.stream = ctx.seed_stream(*purpose)
-        self.round_limit = max(1, calls)
+        self.warmup, self.calls = warmup, warmup + iterations
+        self.round_limit = max(1, self.calls)
+        self.replay = replay_shape(ctx, warmup, 0.0)
+        #: The replayed rounds' calls after the first (sized for the planned calls alone: no clock is kept).
+        self.later_calls = later_round_calls(self.replay, iterations, None) if self.replay is not None else 0
+
+    replayed = False
 
     def opening_round(self) -> list[int]:
         return self.next_round()
 
-    def on_ran(self, count: int) -> list[int]:
+    def on_ran(self, count: int, replay: bool = False) -> list[int]:
+        if count == self.warmup and not replay:
+            self.replay = None  # calls one at a time: the rest in one round
         return []
 
     def on_shipped(self, outputs: Sequence[tuple[torch.Tensor, ...]], indices: Sequence[int], asked_at: float,
@@ -107,7 +118,14 @@ class UncheckedSchedule:
         raise AssertionError("an unchecked schedule asks for no outputs")
 
     def next_round(self) -> list[int]:
-        first, self.issued = self.issued, self.issued + self.round_limit
+        first = self.issued
+        if self.replay is None:
+            size = self.round_limit
+        elif first < self.warmup:
+            size = self.warmup - first
+        else:
+            size = self.replay.first_calls if first == self.warmup else self.later_calls
+        self.issued += size
         return [self.stream.seed(index) for index in range(first, self.issued)]
 
     def finished(self) -> None:

@@ -12,6 +12,7 @@ from flashinfer_bench.bench.judge.solution import (
     Schedule,
     SolutionHandle,
     call_slot_bytes,
+    most_calls_shipped,
     read_call_result,
     read_outputs,
 )
@@ -62,9 +63,13 @@ class RemoteSolution(SolutionHandle):
 
     def time(self, iterations: int, warmup: int, schedule: Schedule) -> TimingClaim:
         per_call = call_slot_bytes(self.ctx, 1, ())
-        slot = self.slots.at_least(per_call * schedule.round_limit)
+        slot = self.slots.at_least(per_call * most_calls_shipped(schedule))
         layouts = self.ctx.output_layouts
-        self.channel.send(Time(iterations=iterations, warmup=warmup, seeds=schedule.opening_round()))
+        replay = schedule.replay
+        self.channel.send(Time(iterations=iterations, warmup=warmup, seeds=schedule.opening_round(),
+                               replay_first_calls=replay.first_calls if replay else 0,
+                               replay_most_calls=replay.most_calls if replay else 0,
+                               replay_rounds=replay.rounds if replay else 0))
         while True:
             message = self.channel.receive(Ran, More, Timed)
             if isinstance(message, Timed):
@@ -74,7 +79,7 @@ class RemoteSolution(SolutionHandle):
             if isinstance(message, More):
                 self.channel.send(Next(seeds=schedule.next_round()))
                 continue
-            picked = schedule.on_ran(message.count)
+            picked = schedule.on_ran(message.count, message.replay)
             asked_at = time.perf_counter()
             # With none picked the next round's seeds go with the answer (the worker would ask for them at once).
             self.channel.send(Ship(indices=picked, seeds=schedule.next_round() if message.more and not picked

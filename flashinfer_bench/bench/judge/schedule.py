@@ -1,45 +1,35 @@
 """The judge's side of a timing loop: fresh seeds for every call, handed out in rounds; calls picked for checking
-after their round ran; and the judge's own clock, which decides whether the latency the solution's process claims
-is believed.
+after their round ran (judge/picked.py); and the judge's own clock, which decides whether the latency the
+solution's process claims is believed.
 
 A session is a series of rounds. The judge sends a round's seeds (one per call, never before the previous round
-has ended); the worker makes the round's calls back to back, each on fresh inputs drawn from its seed, keeps a copy
-of every call's outputs, and says when the round has ended; the judge then picks which of the round's calls to check
-and has their kept outputs shipped. A round costs one exchange with the judge however many calls it holds, so the
-harness's cost per call is the draw, the timer's own work and the copy kept (``ROUND_CALLS``, ``KEPT_BYTES``: a
-round holds fewer calls where outputs are large). Warm-up calls and timed calls never share a round.
+has ended); the worker makes the round's calls back to back, each on fresh inputs, keeps a copy of every call's
+outputs, and says when the round has ended; the judge then picks which of the round's calls to check (each with
+``probability``, unknown to the worker) and has their kept outputs shipped. Warm-up calls and timed calls never
+share a round. Calls are made one at a time, each on inputs drawn from its own seed, or after the warm-up replayed
+from CUDA graphs, a round's inputs drawn on the device from its first seed (bench/replay.py, judge/replayed.py).
 
-The timer has to run in the solution's process (CUPTI sees only its own process), so the samples it reports are
-the solution's word: a GPU time. What the judge knows for itself: each round's window on its clock, from sending
-the seeds to hearing the round has ended, and each shipment's, from asking for the picked calls' outputs to having
-them. The windows cover all the worker's time but the judge's own answers, and a round's seeds exist only once the
-previous round has ended, so whatever a call's work, it lies in its round's window or in a shipment: computing a
-call ahead needs its seed, and skipping a call that might be picked needs luck (the picks are made after the round,
-with ``probability`` each, unknown to the worker). A picked call's outputs are checked against the reference on
-the same inputs.
+The samples the worker reports are the solution's word. What the judge knows for itself: each round's window on
+its clock, from sending the seeds to hearing the round has ended, and each shipment's. A round's seeds exist only
+once the previous round has ended, so a call's work lies in its round's window or in a shipment, and skipping a
+call that might be picked needs luck. Less what the harness itself costs (``floor``: measured on a callee that
+does nothing, in a worker no solution code was in yet, judge/calibration.py), the judge's own time to draw the
+same inputs and to copy the outputs (for replayed rounds: the exchange per round and the harness's device work
+per call), what is left is the solution's work. A claim is not believed only where no honest solution makes it:
 
-Less what the harness itself costs there (``floor``: measured by the judge on a callee that does nothing, in a
-worker no solution code was in yet, judge/calibration.py), the judge's own time to draw the same inputs and its own
-time to copy that many output bytes, what is left is the solution's: host work and GPU work, which the judge
-cannot tell apart. So it disbelieves a claim only where no honest solution could have made it:
+- more time in all the timed calls together than their rounds took on the judge's clock (impossible);
+- work when the outputs are asked for (beyond the floor and ``SHIP_COPY_ALLOWANCE`` times the judge's own copy
+  time per shipped call, by more than ``HOST_ALLOWANCE_MS`` and the claimed time): calls skipped, and only what
+  had to be shipped computed;
+- a claimed median under ``PLAUSIBLE_FRACTION`` of the work per call (the median over ``TIMED_ROUNDS`` rounds)
+  less ``HOST_ALLOWANCE_MS`` (the host work an honest call may do around its kernels) and a margin for the clock's
+  noise; for replayed rounds, whose windows are the device's time, under ``REPLAYED_PLAUSIBLE_FRACTION`` of it less
+  ``REPLAYED_MARGIN_MS``.
 
-- more GPU time in all the timed calls together than their rounds took on the judge's clock (impossible);
-- work when the outputs are asked for: an honest worker only copies them then. A shipment's time beyond the floor
-  and ``SHIP_COPY_ALLOWANCE`` times the judge's own copy time, per shipped call, by more than
-  ``HOST_ALLOWANCE_MS`` and more than the claimed time, is a solution that skipped calls and computed only what it
-  had to ship;
-- a claimed median under ``PLAUSIBLE_FRACTION`` of the work per call left in the timed rounds' wall time (the
-  median over the rounds, ``TIMED_ROUNDS`` of them: a round's calls can only be skipped, not moved to another
-  round, and skipping is caught by the picks), less ``HOST_ALLOWANCE_MS`` (the host work an honest call may do around its kernels) and a margin for the
-  clock's noise.
-
-For the first two the judge's estimate of the work (wall and shipping) is recorded instead. A claim far below
-the work is raised to the least the judge believes (that fraction of the work, less the allowance and the
-margin): a claim just above it would stand, so recording more would cost a liar nothing, while an honest
-host-bound solution (a Python-heavy torch one: 1-2 ms of host work per call around 0.1 ms of kernels, seen on an
-H100) would see its latency jump between its claim and the whole window from one session to the next as its host
-time crosses the line; raised to the bound, it moves with its host time instead. Either way with a note in the
-trace's log. docs/security.md states what these bounds allow per call size.
+For the first two the judge's estimate of the work is recorded instead. A claim far below the work is raised to
+the least the judge believes: a claim just above it would stand, so recording more would cost a liar nothing,
+while an honest host-bound solution's latency would jump between its claim and the whole window from one session
+to the next. Either way with a note in the trace's log. docs/security.md states the bounds per call size.
 """
 
 from __future__ import annotations
@@ -48,45 +38,33 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from statistics import median
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
-from flashinfer_bench.bench.judge.clock import ClockFloor, HostReading, HostWatch, copy_out_ms, synchronize
+from flashinfer_bench.bench.inputs import DrawAt, InputKey
+from flashinfer_bench.bench.judge.clock import ClockFloor, HostReading, HostWatch, copy_out_ms
 from flashinfer_bench.bench.judge.context import EvaluationContext
+from flashinfer_bench.bench.judge.picked import PickedCall, PickedCallCheck, Verdict, draw_again, judge_calls
+from flashinfer_bench.bench.judge.replayed import (
+    NOT_REPLAYED_NOTE,
+    REPLAYED_MARGIN_MS,
+    REPLAYED_PLAUSIBLE_FRACTION,
+    exchange_floor,
+    figures,
+    kept_calls,
+    net_samples,
+    next_round_calls,
+    replay_shape,
+    work_per_call,
+)
 from flashinfer_bench.bench.slot import total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.failures import CallFailed
 from flashinfer_bench.data import EvaluationStatus
 
-
-class Verdict(Protocol):
-    """What a check of picked calls returns (the evaluators' ``CorrectnessResult``)."""
-
-    @property
-    def passed(self) -> bool: ...
-
-
-class PickedCallCheck(Protocol):
-    """How an evaluator checks the picked calls of a session (evaluators/timed_check.py)."""
-
-    grouped: bool
-
-    def known(self, seed: int) -> Any | None: ...
-    def expected(self, seed: int, inputs: list[Any]) -> Any: ...
-    def check(self, calls: list[tuple[tuple[torch.Tensor, ...], Any]]) -> Verdict | None: ...
-    def finish(self) -> Verdict | None: ...
-
-#: The picked calls of a session are checked together (one comparison, evaluator.output_errors_each) in groups
-#: whose outputs and reference outputs take at most this many bytes (the comparison's float64 copies of them take
-#: up to 4x that for 16-bit outputs).
-CHECK_GROUP_BYTES = 16 << 20
-#: The judge draws again the inputs of this many picked calls of a session at least, to time its own draw; beyond
-#: them, only where the call's expected values are not known yet (the reference must run).
-TIMED_DRAWS = 5
-#: A round holds at most this many calls, and at most as many as keep ``KEPT_BYTES`` of outputs (at least one):
-#: the worker keeps a copy of every call's outputs until the round's picks are shipped.
-ROUND_CALLS, KEPT_BYTES = 100, 128 << 20
+#: A round holds at most this many calls, and at most as many as keep ``KEPT_BYTES`` of outputs (at least one).
+ROUND_CALLS = 100
 #: The planned timed calls are split into this many rounds (fewer where there are fewer calls), so that the work
 #: per call is a median over rounds: a stall of the host in one round does not make an honest claim look low.
 TIMED_ROUNDS = 10
@@ -108,19 +86,9 @@ IMPOSSIBLE_FACTOR, IMPOSSIBLE_SLACK_MS = 1.05, 0.05
 #: A session in which the host held up the calls or the judge for more than this share of the time says so in
 #: the trace's log (the clock was corrected for it: judge/clock.py HostWatch).
 NOTED_BUSY_FRACTION = 0.1
-
-
 def round_calls(ctx: EvaluationContext) -> int:
     """How many calls a round of this evaluation holds at most (see ``KEPT_BYTES``)."""
-    size = total_bytes(ctx.output_layouts)
-    return max(1, min(ROUND_CALLS, KEPT_BYTES // max(size, 1)))
-
-
-@dataclass
-class PickedCall:
-    index: int
-    seed: int
-    outputs: tuple[torch.Tensor, ...]
+    return min(ROUND_CALLS, kept_calls(ctx))
 
 
 @dataclass(frozen=True)
@@ -132,6 +100,8 @@ class Round:
     calls: int
     wall_ms: float
     held_ms: float
+    #: Its calls were replayed from a CUDA graph (bench/replay.py).
+    replayed: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,7 +122,7 @@ class TimedSchedule:
     are judged after the loop (``judge_picked``)."""
 
     def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...], warmup: int, iterations: int,
-                 probability: float, watch: HostWatch | None = None) -> None:
+                 probability: float, watch: HostWatch | None = None, exchange_ms: float = 0.0) -> None:
         self.ctx, self.probability = ctx, probability
         self.stream = ctx.seed_stream(*purpose)
         self.watch = watch
@@ -161,6 +131,12 @@ class TimedSchedule:
         #: The most calls a round holds, and so the most outputs one shipment carries.
         self.round_limit = round_calls(ctx)
         self.timed_round = max(1, -(-iterations // TIMED_ROUNDS))
+        self.iterations = iterations
+        self.replay = replay_shape(ctx, warmup, probability)
+        #: What a replayed round's window holds beyond its replay (ClockFloor.replay_round_ms), to size rounds.
+        self.exchange_ms = exchange_ms
+        #: The first call replayed from a CUDA graph, once the worker said its timed calls are (else None).
+        self.replayed_from: int | None = None
         self.picks_calls = True
         self.seeds: list[int] = []
         self.rounds: list[Round] = []
@@ -172,9 +148,8 @@ class TimedSchedule:
         self.short_round = False
         self.window_opened = 0.0
         self.waits_at_open = self.waits_at_end = (0.0, 0.0)
-        #: What share of the measured waits comes out of the windows: all of them, unless that is more than the
-        #: session's bound allows (HostWatch.busy_fraction). Set by ``finished``, with the share of the session
-        #: they took.
+        #: What share of the measured waits comes out of the windows (HostWatch.busy_fraction bounds it), and the
+        #: share of the session they took; set by ``finished``.
         self.held_scale = 0.0
         self.busy_fraction = 0.0
 
@@ -186,9 +161,8 @@ class TimedSchedule:
 
     def next_round(self) -> list[int]:
         """The next round's seeds, once every call so far has ended; its window opens now. Rounds end where the
-        warm-up calls and the planned calls end (these in ``TIMED_ROUNDS``), and past them hold as many calls as
-        the timer measures in a batch (when it measures one again), so that the timer's work on a batch falls
-        between rounds."""
+        warm-up calls and the planned calls end (these in ``TIMED_ROUNDS``; replayed: judge/replayed.py), and past
+        them hold as many calls as the timer measures in a batch, so that its work on a batch falls between rounds."""
         start = len(self.seeds)
         if self.ended != start:
             raise CallFailed(EvaluationStatus.RUNTIME_ERROR,
@@ -196,6 +170,8 @@ class TimedSchedule:
                              "reported ended")
         if start < self.warmup:
             size = min(self.round_limit, self.warmup - start)
+        elif self.replay is not None and self.replayed_from is not None:
+            size = self._replayed_round()
         elif start < self.calls:
             size = min(self.round_limit, self.timed_round, self.calls - start)
         else:
@@ -207,21 +183,29 @@ class TimedSchedule:
         self.window_opened = time.perf_counter()
         return seeds
 
-    def on_ran(self, count: int) -> list[int]:
-        """Every call before ``count`` has ended: closes the round's window and returns the indices of its calls
-        picked for checking, in order."""
+    def on_ran(self, count: int, replay: bool = False) -> list[int]:
+        """Every call before ``count`` has ended (``replay``: the worker replays the calls after them): closes the
+        round's window and returns the indices of its calls picked for checking, in order."""
         now = time.perf_counter()
         first = self.ended
         if self.short_round or not first < count <= len(self.seeds):
             raise CallFailed(EvaluationStatus.RUNTIME_ERROR,
                              f"the timing loop reported {count} calls ended (after {first}, with "
                              f"{len(self.seeds)} seeds handed out), or a round after one that ended early")
+        if replay and (self.replay is None or count != self.warmup or self.replayed_from is not None):
+            raise CallFailed(EvaluationStatus.RUNTIME_ERROR,
+                             f"the timing loop said it replays the calls after call {count}, where the judge "
+                             f"asked for replays after the {self.warmup} warm-up calls"
+                             + ("" if self.replay is not None else " (it asked for none)"))
         held = 0.0
         if self.watch is not None:
             self.waits_at_end = self.watch.waits_ms()
             held = HostWatch.held_up(self.waits_at_open, self.waits_at_end)
-        self.rounds.append(Round(first, count - first, (now - self.window_opened) * 1e3, held))
+        replayed = self.replayed_from is not None
+        self.rounds.append(Round(first, count - first, (now - self.window_opened) * 1e3, held, replayed))
         self.ended, self.short_round = count, count < len(self.seeds)
+        if replay:
+            self.replayed_from = count
         return [index for index in range(first, count) if self._picked(index) or index + 1 == self.calls]
 
     def _picked(self, index: int) -> bool:
@@ -238,16 +222,32 @@ class TimedSchedule:
         if self.watch is not None:
             held = HostWatch.held_up(self.waits_at_end, self.watch.waits_ms())
         self.shipments.append(Shipment(indices[0], len(indices), (arrived_at - asked_at) * 1e3, held))
-        self.picked.extend(PickedCall(index, self.seeds[index], call_outputs)
+        self.picked.extend(PickedCall(index, self._key(index), call_outputs)
                            for index, call_outputs in zip(indices, outputs, strict=True))
+
+    def _key(self, index: int) -> InputKey:
+        """What call ``index`` drew its inputs from: its seed, or in a replayed round the round's first seed and
+        its place in the round (bench/replay.py)."""
+        round_ = self.rounds[-1]
+        if not round_.replayed or self.replay is None:
+            return self.seeds[index]
+        return DrawAt(self.seeds[round_.first], index - round_.first)
+
+    def _replayed_round(self) -> int:
+        """The next replayed round's calls (judge/replayed.py ``next_round_calls``)."""
+        assert self.replay is not None
+        if len(done := self._replayed_rounds()) >= self.replay.rounds:
+            raise CallFailed(EvaluationStatus.RUNTIME_ERROR,
+                             f"the timing loop asked for more than the {self.replay.rounds} replayed rounds")
+        return next_round_calls(self.replay, self.iterations, done, self.exchange_ms)
+
+    def _replayed_rounds(self) -> list[Round]:
+        return [r for r in self.rounds if r.replayed]
 
     def finished(self) -> None:
         """The loop is over: the waits measured in each window come out of it, as far as the session's bound on
         what the host held up allows."""
-        if self.watch is None or self.started is None:
-            return
-        ended = self.watch.read()
-        if ended is None:
+        if self.watch is None or self.started is None or (ended := self.watch.read()) is None:
             return
         session_ms = (ended.at - self.started.at) * 1e3
         bound_ms = HostWatch.busy_fraction(self.started, ended) * session_ms
@@ -256,39 +256,12 @@ class TimedSchedule:
         self.busy_fraction = held_ms * self.held_scale / session_ms if session_ms > 0 else 0.0
 
     def picked_inputs(self) -> Iterator[tuple[PickedCall, list[Any]]]:
-        """Each picked call with its inputs, drawn again here one call at a time (``_drawn``)."""
-        return ((call, self._drawn(call)) for call in self.picked)
-
-    def _drawn(self, call: PickedCall) -> list[Any]:
-        """The call's inputs, drawn again here; the draw's time is kept (``draw_ms``)."""
-        device = self.ctx.device
-        synchronize(device)
-        start, waited = time.perf_counter(), self._judge_waiting_ms()
-        inputs = self.ctx.inputs(call.seed)
-        synchronize(device)
-        self.draw_ms.append((time.perf_counter() - start) * 1e3 - (self._judge_waiting_ms() - waited))
-        return inputs
-
-    def _expected(self, call: PickedCall, check: PickedCallCheck) -> Any:
-        """What the call is judged against: known already, else worked out from its inputs drawn again."""
-        known = check.known(call.seed)
-        if known is None or len(self.draw_ms) < TIMED_DRAWS:  # drawn to be timed too
-            inputs = self._drawn(call)
-            return known if known is not None else check.expected(call.seed, inputs)
-        return known
+        """Each picked call with its inputs, drawn again here one call at a time (judge/picked.py)."""
+        return ((call, draw_again(self.ctx, call, self.draw_ms, self.watch)) for call in self.picked)
 
     def judge_picked(self, check: PickedCallCheck) -> Verdict | None:
-        """The first failing verdict among the picked calls (then ``check.finish``'s), or None. The calls are
-        checked in groups of at most CHECK_GROUP_BYTES of outputs and expected values (at least one call per group)."""
-        # Outputs and expected values (the reference's outputs) of a group are held together; inputs one at a time.
-        size = 2 * total_bytes(self.ctx.output_layouts)
-        per_group = max(1, CHECK_GROUP_BYTES // max(size, 1)) if check.grouped else 1
-        for first in range(0, len(self.picked), per_group):
-            result = check.check([(tuple(t.to(self.ctx.device) for t in call.outputs), self._expected(call, check))
-                                  for call in self.picked[first:first + per_group]])
-            if result is not None and not result.passed:
-                return result
-        return check.finish()
+        """The first failing verdict among the picked calls, or None (judge/picked.py ``judge_calls``)."""
+        return judge_calls(self.ctx, self.picked, self.draw_ms, self.watch, check)
 
     @property
     def copy_ms(self) -> float:
@@ -297,9 +270,6 @@ class TimedSchedule:
 
     def _draw_ms(self) -> float:
         return median(self.draw_ms) if self.draw_ms else 0.0
-
-    def _judge_waiting_ms(self) -> float:
-        return self.watch.judge_waiting_ms() if self.watch is not None else 0.0
 
     def _timed_rounds(self) -> list[Round]:
         """The rounds of timed calls (every round, if none was timed)."""
@@ -322,6 +292,16 @@ class TimedSchedule:
         ship = median(self._shipping_per_call(s) for s in self.shipments) if self.shipments else 0.0
         return ClockFloor(max(per_call, 0.0), max(ship, 0.0))
 
+    @property
+    def replayed(self) -> bool:
+        """Whether the worker said it replays the calls after its warm-up (the rounds from then on)."""
+        return self.replayed_from is not None
+
+    def replay_round_floor(self, claim: TimingClaim) -> float:
+        """What this loop says a replayed round costs beyond its replay (calibration, whose samples are trusted:
+        judge/replayed.py ``exchange_floor``)."""
+        return exchange_floor(self._replayed_rounds(), claim.samples_ms)
+
     def latency(self, claim: TimingClaim, floor: ClockFloor) -> SessionLatency:
         """The latency to record, the setup's, and a note when the claim is not believed (see the module
         docstring; a setup's time is the solution's word too, and is checked with the call's)."""
@@ -333,23 +313,36 @@ class TimedSchedule:
             raise CallFailed(EvaluationStatus.RUNTIME_ERROR,
                              f"the solution's process reported {len(samples)} timing samples for {timed_calls} "
                              "timed calls, or samples that are not positive and finite")
+        claimed_total = sum(samples) + sum(claim.setup_ms[-len(samples):])
+        replayed, harness = self._replayed_rounds(), 0.0
+        if self.replay is not None and replayed:
+            harness = self.ctx.replay_harness_ms(self.replay.first_calls)
+            try:
+                samples, claimed_total = net_samples(samples, replayed, harness)
+            except ValueError as exc:
+                raise CallFailed(EvaluationStatus.RUNTIME_ERROR, str(exc)) from None
         claimed = median(samples)
         setup = median(claim.setup_ms) if claim.setup_ms else None
         claimed_work = claimed + (setup or 0.0)
-        claimed_total = sum(samples) + sum(claim.setup_ms[-len(samples):])
         wall = sum(r.wall_ms for r in timed)  # uncorrected: a busy host makes no claim impossible
         draw, copy = self._draw_ms(), self.copy_ms
-        in_wall = max(median(self._work_per_call(r, draw) for r in timed) - floor.per_call_ms, 0.0)
+        if replayed:
+            in_wall = work_per_call(replayed, floor.replay_round_ms or 0.0, harness)
+            least = REPLAYED_PLAUSIBLE_FRACTION * in_wall - REPLAYED_MARGIN_MS
+        else:
+            in_wall = max(median(self._work_per_call(r, draw) for r in timed) - floor.per_call_ms, 0.0)
+            margin = (MARGIN_MS + FLOOR_SHARE_OF_MARGIN * (floor.per_call_ms + floor.ship_ms)
+                      + ESTIMATE_SHARE_OF_MARGIN * (draw + copy))
+            least = PLAUSIBLE_FRACTION * in_wall - HOST_ALLOWANCE_MS - margin
         # Warm-up calls are checked but not clocked here: a first call's one-off costs are not a call's work.
         shipping = [max(self._shipping_per_call(s) - floor.ship_ms - (SHIP_COPY_ALLOWANCE - 1) * copy, 0.0)
                     for s in self.shipments if s.first_index >= self.warmup]
         while_shipping = median(shipping) if shipping else 0.0
         estimate = in_wall + while_shipping
         clocked = (f"the judge's clock puts the work at {estimate:.4f} ms ({in_wall:.4f} ms per call, "
-                   f"{while_shipping:.4f} ms more while shipping its outputs)")
-        margin = (MARGIN_MS + FLOOR_SHARE_OF_MARGIN * (floor.per_call_ms + floor.ship_ms)
-                  + ESTIMATE_SHARE_OF_MARGIN * (draw + copy))
-        least = PLAUSIBLE_FRACTION * in_wall - HOST_ALLOWANCE_MS - margin
+                   f"{while_shipping:.4f} ms more while shipping its outputs"
+                   + (figures(replayed, self.held_scale, floor.replay_round_ms or 0.0, harness) if replayed else "")
+                   + ")")
         recorded, what = estimate, "the judge's estimate"
         if claimed_total > wall * IMPOSSIBLE_FACTOR + IMPOSSIBLE_SLACK_MS * len(samples):
             why = (f"{claimed_total:.4f} ms over its {len(samples)} timed calls, more than their rounds took on "
@@ -359,22 +352,26 @@ class TimedSchedule:
         elif claimed_work < least:
             why = "far less than the work in a call"
             # A claim just above ``least`` stands, so recording more for one below it would cost a liar nothing
-            # and make an honest host-bound solution's latency jump from its claim to the whole window.
+            # and make an honest solution's latency jump from its claim to the whole window where the host made
+            # that window long (host work around its kernels, or a busy host that stalled every replayed round).
             recorded, what = least, f"the least the judge's clock allows ({least:.4f} ms)"
         else:
-            return SessionLatency(claimed, setup, self._busy_notes(), list(samples), claim.conditions(),
+            return SessionLatency(claimed, setup, self._session_notes(), list(samples), claim.conditions(),
                                   self.busy_fraction, estimate)
         with_setup = f" and {setup:.4f} ms of setup" if setup is not None else ""
         return SessionLatency(recorded, None, [
             f"timing: the solution's process claimed {claimed:.4f} ms per call{with_setup}, {why}; {clocked}; "
-            f"recorded {what} ({claim.method} claim not believed)", *self._busy_notes()], [], claim.conditions(),
-            self.busy_fraction, estimate)
+            f"recorded {what} ({claim.method} claim not believed)", *self._session_notes()], [],
+            claim.conditions(), self.busy_fraction, estimate)
 
-    def _busy_notes(self) -> list[str]:
-        if self.busy_fraction <= NOTED_BUSY_FRACTION:
-            return []
-        return [f"timing: the host held up the calls or the judge for {self.busy_fraction:.0%} of the session "
-                "(waiting for a CPU); the judge's clock was corrected for it"]
+    def _session_notes(self) -> list[str]:
+        notes = []
+        if self.replay is not None and not self.replayed:
+            notes.append(NOT_REPLAYED_NOTE)
+        if self.busy_fraction > NOTED_BUSY_FRACTION:
+            notes.append(f"timing: the host held up the calls or the judge for {self.busy_fraction:.0%} of the "
+                         "session (waiting for a CPU); the judge's clock was corrected for it")
+        return notes
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import torch
 
 from flashinfer_bench.bench.judge.clock import ClockFloor, HostWatch
 from flashinfer_bench.bench.judge.context import EvaluationContext
+from flashinfer_bench.bench.replay import ReplayShape
 from flashinfer_bench.bench.slot import Slot, TensorLayout, input_layouts, total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
 
@@ -34,17 +35,28 @@ class CallResult:
 class Schedule(Protocol):
     """The judge's side of a timing loop (judge/schedule.py TimedSchedule): seeds a round at a time, picks after
     each round. ``round_limit``: the most calls a round holds; ``picks_calls``: False where no call is ever picked
-    (the worker then keeps no outputs)."""
+    (the worker then keeps no outputs); ``replay``: how the timed calls are to be replayed, None where they are not
+    (bench/replay.py)."""
 
     round_limit: int
     picks_calls: bool
+    replay: ReplayShape | None
+
+    @property
+    def replayed(self) -> bool:
+        """Whether the worker said it replays the calls after its warm-up (the rounds from then on)."""
 
     def opening_round(self) -> list[int]: ...
-    def on_ran(self, count: int) -> list[int]: ...
+    def on_ran(self, count: int, replay: bool = False) -> list[int]: ...
     def on_shipped(self, outputs: Sequence[tuple[torch.Tensor, ...]], indices: Sequence[int], asked_at: float,
                    arrived_at: float) -> None: ...
     def next_round(self) -> list[int]: ...
     def finished(self) -> None: ...
+
+
+def most_calls_shipped(schedule: Schedule) -> int:
+    """The most calls whose outputs one shipment carries: a round's, or a replayed round's."""
+    return max(schedule.round_limit, schedule.replay.most_calls if schedule.replay is not None else 0)
 
 
 def call_slot_bytes(ctx: EvaluationContext, repeat: int, return_inputs: Sequence[str]) -> int:

@@ -72,6 +72,11 @@ class Time(_Message):
     iterations: int = Field(ge=1)
     warmup: int = Field(ge=0)
     seeds: list[int] = Field(min_length=1)
+    #: Replay the timed calls where the worker can (bench/replay.py ReplayShape: ``replay_rounds`` rounds, the
+    #: first of ``replay_first_calls`` calls, none of more than ``replay_most_calls``); ``replay_rounds`` 0: no.
+    replay_first_calls: int = Field(0, ge=0)
+    replay_most_calls: int = Field(0, ge=0)
+    replay_rounds: int = Field(0, ge=0)
 
 
 class Ship(_Message):
@@ -121,11 +126,13 @@ class Called(_Message):
 
 class Ran(_Message):
     """Every call before ``count`` has ended (a round is over); ``more``: the worker makes more calls (its planned
-    calls are not all made), so a ``Ship`` that picks none brings the next round's seeds."""
+    calls are not all made), so a ``Ship`` that picks none brings the next round's seeds; ``replay``: see below."""
 
     op: Literal["ran"] = "ran"
     count: int = Field(ge=1)
     more: bool = False
+    #: The calls after these are replayed from a CUDA graph (bench/replay.py), as ``Time`` asked.
+    replay: bool = False
 
 
 class More(_Message):

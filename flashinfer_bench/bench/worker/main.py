@@ -25,6 +25,7 @@ from flashinfer_bench.bench.process_setup import (
     profiled,
     release_forkserver,
 )
+from flashinfer_bench.bench.replay import ReplayShape
 from flashinfer_bench.bench.slot import Slot
 from flashinfer_bench.bench.wire.failures import CallFailed, failure_of
 from flashinfer_bench.bench.wire.judge_worker import (
@@ -68,8 +69,8 @@ class WireExchange:
         self.channel.send(More())
         return list(self._answer(Next).seeds)
 
-    def ran(self, count: int, more: bool) -> list[int]:
-        self.channel.send(Ran(count=count, more=more))
+    def ran(self, count: int, more: bool, replay: bool = False) -> list[int]:
+        self.channel.send(Ran(count=count, more=more, replay=replay))
         ship = self._answer(Ship)
         self.ready = list(ship.seeds)
         return list(ship.indices)
@@ -143,8 +144,11 @@ class Worker:
                                       return_inputs=request.return_inputs)
             self.channel.send(Called(wrote=wrote))
         elif isinstance(request, Time):
+            replay = (ReplayShape(request.replay_first_calls, request.replay_most_calls, request.replay_rounds)
+                      if request.replay_rounds and 0 < request.replay_first_calls <= request.replay_most_calls
+                      else None)
             claim = self.harness.time(request.iterations, request.warmup, request.seeds,
-                                      WireExchange(self.channel), self.slot)
+                                      WireExchange(self.channel), self.slot, replay=replay)
             self.channel.send(Timed(samples_ms=claim.samples_ms, method=claim.method, setup_ms=claim.setup_ms,
                                     cache_policy=claim.cache_policy, cuda_graph=claim.cuda_graph))
         else:

@@ -313,7 +313,8 @@ def test_picked_calls_whose_expected_values_are_known_are_drawn_again_only_to_ti
     """The judge draws a picked call's inputs again where the reference must run on them; where the reference's
     outputs are kept already (an earlier solution of the workload), only the first picks are drawn, to time the
     judge's own draw. Every picked call is checked either way, against what its seed's inputs give."""
-    from flashinfer_bench.bench.judge.schedule import TIMED_DRAWS, PickedCall, TimedSchedule
+    from flashinfer_bench.bench.judge.picked import TIMED_DRAWS, PickedCall
+    from flashinfer_bench.bench.judge.schedule import TimedSchedule
 
     ctx = evaluation_context(SCALE, WORKLOAD, CFG)
     schedule = TimedSchedule(ctx, ("timed", 0), warmup=1, iterations=3, probability=1.0)
@@ -372,7 +373,7 @@ def test_each_round_is_clocked_from_its_seeds_to_its_end_and_shipments_apart(mon
     schedule.on_shipped([(torch.zeros(64),)], [8], asked_at=10.0, arrived_at=10.5)
     assert [(r.first, r.calls, r.wall_ms) for r in schedule.rounds] == [(0, 1, 1000.0), (1, 4, 4000.0),
                                                                          (5, 4, 1000.0)]
-    assert [p.index for p in schedule.picked] == [8] and schedule.picked[0].seed == second[3]
+    assert [p.index for p in schedule.picked] == [8] and schedule.picked[0].key == second[3]
     # The cheapest timed round: 250 ms a call, less the judge's own draw (here 100 ms).
     schedule.draw_ms = [100.0]
     floor = schedule.floor()
@@ -384,6 +385,109 @@ def test_each_round_is_clocked_from_its_seeds_to_its_end_and_shipments_apart(mon
     assert schedule.on_ran(10) == []  # a round that ended before using all its seeds must be the last
     with pytest.raises(timed.CallFailed, match="ended early"):
         schedule.on_ran(11)
+
+
+def test_replayed_rounds_follow_the_warm_up_sized_by_the_first_ones_clock_and_picks_name_their_place(monkeypatch):
+    """Once the worker says its timed calls are replayed (at the warm-up's end, and only where asked), the first
+    replayed round holds ``first_calls``, the later ones the first times a power of two, enough for the planned
+    calls and for REPLAYED_ROUND_MS at the first round's time per call, at most ``most_calls``; no more rounds than
+    planned; a picked call's inputs are its round's first seed and its place in the round (bench/replay.py)."""
+    from flashinfer_bench.bench.inputs import DrawAt
+    from flashinfer_bench.bench.judge import replayed
+    from flashinfer_bench.bench.judge import schedule as timed
+    from flashinfer_bench.bench.replay import ReplayShape
+
+    now = [0.0]
+    monkeypatch.setattr(timed.time, "perf_counter", lambda: now[0])
+
+    def schedule_asking_replays() -> timed.TimedSchedule:
+        made = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("timed", 0), warmup=2, iterations=10,
+                                   probability=1.0)
+        assert made.replay is None  # the CPU: nothing to replay
+        made.replay = ReplayShape(first_calls=2, most_calls=8, rounds=3)
+        return made
+
+    schedule = schedule_asking_replays()
+    schedule.opening_round()
+    with pytest.raises(timed.CallFailed, match="replays after the 2 warm-up calls"):
+        schedule.on_ran(1, replay=True)
+
+    def sizes(first_round_ms_per_call: float) -> tuple[timed.TimedSchedule, list[int]]:
+        made = schedule_asking_replays()
+        made.opening_round()
+        assert made.on_ran(2, replay=True) == [0, 1]
+        made.on_shipped([(torch.zeros(64),)] * 2, [0, 1], asked_at=0.0, arrived_at=0.0)
+        got = []
+        for _ in range(3):
+            seeds = made.next_round()
+            got.append(len(seeds))
+            now[0] += len(seeds) * first_round_ms_per_call / 1e3
+            picked = made.on_ran(made.ended + len(seeds))
+            made.on_shipped([(torch.zeros(64),)] * len(picked), picked, asked_at=0.0, arrived_at=0.0)
+        return made, got
+
+    # 8 planned calls after the first round's 2, in 2 rounds: 4 each, which also hold REPLAYED_ROUND_MS here.
+    schedule, got = sizes(replayed.REPLAYED_ROUND_MS / 4)
+    assert got == [2, 4, 4] and [r.replayed for r in schedule.rounds] == [False, True, True, True]
+    with pytest.raises(timed.CallFailed, match="more than the 3 replayed rounds"):
+        schedule.next_round()
+    keys = [call.key for call in schedule.picked]
+    assert keys[:2] == schedule.seeds[:2]
+    assert keys[2:8] == [DrawAt(schedule.seeds[2], 0), DrawAt(schedule.seeds[2], 1)] + \
+        [DrawAt(schedule.seeds[4], k) for k in range(4)]
+    assert sizes(replayed.REPLAYED_ROUND_MS / 40)[1] == [2, 8, 8]  # 40 calls would hold it: at most 8
+    unasked = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("timed", 0), 2, 10, 1.0)
+    unasked.opening_round()
+    with pytest.raises(timed.CallFailed, match="it asked for none"):
+        unasked.on_ran(2, replay=True)
+
+
+def test_a_replayed_session_takes_the_work_from_its_shortest_later_round_and_bounds_claims_by_it():
+    """In a replayed session the work per call is the rounds' windows less the exchange per round (calibrated) and
+    the harness's own device work per call (timed by the judge), the least over the rounds after the first (a
+    stalled one does not count); a claim under REPLAYED_PLAUSIBLE_FRACTION of it, less a microsecond, is recorded as
+    that least, one just above stands."""
+    from flashinfer_bench.bench.judge import replayed
+    from flashinfer_bench.bench.judge import schedule as timed
+    from flashinfer_bench.bench.replay import ReplayShape
+    from flashinfer_bench.bench.wire.claims import TimingClaim
+
+    ctx = evaluation_context(SCALE, WORKLOAD, CFG)
+    schedule = timed.TimedSchedule(ctx, ("timed", 0), warmup=1, iterations=15, probability=0.0)
+    schedule.replay, schedule.replayed_from = ReplayShape(first_calls=5, most_calls=10, rounds=3), 1
+    # 0.1 ms of exchange per round, 5 calls of 0.01 ms harness work and 0.03 ms of work each: 0.3 ms, unless the
+    # host stalled the round (the third). The first replayed round is left out (it reads too short here).
+    schedule.rounds = [timed.Round(0, 1, 5.0, 0.0), timed.Round(1, 5, 0.2, 0.0, True),
+                       timed.Round(6, 5, 0.9, 0.5, True), timed.Round(11, 5, 0.3, 0.0, True)]
+    ctx._replay_harness_ms[5] = 0.01
+    floor = timed.ClockFloor(per_call_ms=1.0, ship_ms=0.0, replay_round_ms=0.1)
+    least = replayed.REPLAYED_PLAUSIBLE_FRACTION * 0.03 - replayed.REPLAYED_MARGIN_MS
+
+    def recorded(claim_ms: float) -> timed.SessionLatency:
+        # One sample a round: its time per call, the harness's work included.
+        return schedule.latency(TimingClaim([claim_ms + 0.01] * 3, "cuda_events"), floor)
+
+    lie, close = recorded(0.00003), recorded(least + 0.0001)
+    assert lie.latency_ms == pytest.approx(least) and "0.0300 ms per call" in lie.notes[0]
+    assert close.notes == [] and close.latency_ms == pytest.approx(least + 0.0001)
+
+
+def test_a_session_asked_to_replay_whose_calls_were_made_one_at_a_time_says_so_in_the_log():
+    """The worker decides whether its calls can be replayed (a solution could decline to escape the replayed
+    bound): where it did not, the trace's log says the looser bound applied."""
+    from flashinfer_bench.bench.judge import replayed
+    from flashinfer_bench.bench.judge import schedule as timed
+    from flashinfer_bench.bench.replay import ReplayShape
+    from flashinfer_bench.bench.wire.claims import TimingClaim
+
+    schedule = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("timed", 0), warmup=1, iterations=5,
+                                   probability=0.0)
+    schedule.rounds = [timed.Round(0, 1, 5.0, 0.0), timed.Round(1, 5, 10.0, 0.0)]
+    floor = timed.ClockFloor(per_call_ms=0.0, ship_ms=0.0)
+    assert schedule.latency(TimingClaim([2.0] * 5, "cupti"), floor).notes == []  # not asked: nothing to say
+    schedule.replay = ReplayShape(first_calls=5, most_calls=5, rounds=2)
+    recorded = schedule.latency(TimingClaim([2.0] * 5, "cupti"), floor)
+    assert recorded.latency_ms == 2.0 and recorded.notes == [replayed.NOT_REPLAYED_NOTE]
 
 
 def test_a_claim_far_below_the_work_is_raised_to_the_least_the_clock_allows_and_one_above_it_stands():

@@ -1,0 +1,128 @@
+"""The judge's side of replayed timing sessions (bench/replay.py): how their rounds are sized, what a replayed round
+costs beyond its calls (calibration), and the work per call the judge's clock puts on them.
+
+A replayed round is one replay of a graph of its calls, with no host work between them, so its window on the
+judge's clock is its calls' device work plus the exchange with the judge: sending the seeds, the graph's launch
+before the first kernel, waking the worker once the device is done, hearing it. The exchange (0.1-0.7 ms, with as
+much again of noise) is measured in a calibration session of the zero-filling callee, whose samples (its replays'
+own times, the launch included) are trusted there; the harness's own device work per call (draws, copies of
+outputs) the judge times on its own graph of calls with no call in them (``replay.harness_device_ms``). What is
+left of a round's window is the solution's device work, its graph's launch included, which its samples hold too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from flashinfer_bench.bench.judge.context import EvaluationContext
+from flashinfer_bench.bench.replay import ReplayShape
+from flashinfer_bench.bench.slot import total_bytes
+
+#: A round keeps at most this many bytes of outputs (the worker keeps a copy of every call's outputs until the
+#: round's picks are shipped; a replayed round keeps them on the device).
+KEPT_BYTES = 128 << 20
+#: A claimed latency under this fraction of the work per call, less this margin, is not believed: a replayed round's
+#: window is the device's time, so the work per call is known to about a microsecond (docs/security.md).
+REPLAYED_PLAUSIBLE_FRACTION, REPLAYED_MARGIN_MS = 0.9, 0.001
+#: This many rounds after the warm-up: the first of ``REPLAYED_FIRST_CALLS`` calls, the others all of one size, the
+#: first size times a power of two, enough for about ``REPLAYED_ROUND_MS`` of work at the first round's time per
+#: call (a long round makes the exchange small per call), at most ``REPLAYED_MOST_CALLS`` calls, at most as many as
+#: keep ``REPLAYED_PICKS`` calls picked for checking per session on average (each costs the judge a reference call,
+#: unless a solution before had the same one checked), at most ``KEPT_BYTES`` of outputs.
+REPLAYED_FIRST_CALLS, REPLAYED_ROUNDS = 16, 5
+REPLAYED_ROUND_MS, REPLAYED_MOST_CALLS, REPLAYED_PICKS = 2.0, 256, 64
+#: A replayed call's sample less the harness's work is at least this (a callee that does next to nothing).
+LEAST_SAMPLE_MS = 1e-6
+#: Said in the trace's log of a session whose calls the judge asked to have replayed and the worker made one at a
+#: time (a setup, a call no CUDA graph can hold, or a solution that will not): its claim is held to the bound for
+#: calls made one at a time, far looser below a millisecond (docs/security.md).
+NOT_REPLAYED_NOTE = ("timing: the calls were made one at a time, not replayed from a CUDA graph as the judge asked; "
+                     "the judge's clock bounds the claim more loosely (docs/security.md)")
+
+
+class ClockedRound(Protocol):
+    """A round on the judge's clock (schedule.Round)."""
+
+    calls: int
+    wall_ms: float
+    held_ms: float
+
+
+def kept_calls(ctx: EvaluationContext) -> int:
+    """How many calls' outputs fit in ``KEPT_BYTES`` (at least one)."""
+    return max(1, KEPT_BYTES // max(total_bytes(ctx.output_layouts), 1))
+
+
+def replay_shape(ctx: EvaluationContext, warmup: int, probability: float) -> ReplayShape | None:
+    """How a session's timed calls are replayed (each picked for checking with ``probability``), or None where they
+    are not: no warm-up call (the worker says it replays when the warm-up ends) or inputs whose draws need the
+    host."""
+    if not warmup or ctx.input_plan.replay_obstacle is not None:
+        return None
+    by_picks = max(REPLAYED_FIRST_CALLS, int(REPLAYED_PICKS / max(probability, 1e-9) / (REPLAYED_ROUNDS - 1)))
+    most = max(1, min(REPLAYED_MOST_CALLS, by_picks, kept_calls(ctx)))
+    return ReplayShape(min(REPLAYED_FIRST_CALLS, most), most, REPLAYED_ROUNDS)
+
+
+def later_round_calls(replay: ReplayShape, iterations: int, per_call_ms: float | None) -> int:
+    """The calls of each replayed round after the first: the first round's calls times a power of two, enough for
+    the planned timed calls in all and for ``REPLAYED_ROUND_MS`` at ``per_call_ms`` (where known), at most
+    ``replay.most_calls``."""
+    wanted = -(-max(iterations - replay.first_calls, 0) // max(replay.rounds - 1, 1))
+    if per_call_ms is not None:
+        wanted = max(wanted, int(REPLAYED_ROUND_MS / max(per_call_ms, 1e-6)))
+    calls = replay.first_calls
+    while calls < wanted and calls * 2 <= replay.most_calls:
+        calls *= 2
+    return calls
+
+
+def next_round_calls(replay: ReplayShape, iterations: int, done: Sequence[ClockedRound],
+                     exchange_ms: float) -> int:
+    """The next replayed round's calls, after the replayed rounds ``done``: after the first, sized at the first
+    round's time per call (its window less the exchange and what the host held it up: whatever else the window held
+    makes the rounds shorter than asked for, never longer)."""
+    if not done:
+        return replay.first_calls
+    first = done[0]
+    return later_round_calls(replay, iterations, (first.wall_ms - first.held_ms - exchange_ms) / first.calls)
+
+
+def exchange_floor(rounds: Sequence[ClockedRound], samples_ms: Sequence[float]) -> float:
+    """What a replayed round costs beyond its replay, from a calibration session's rounds and its trusted samples
+    (each round's replay time per call): the least over the rounds of the window less the replay, as clocked, as a
+    session's work is taken from its least round (``work_per_call``): a busy host lengthens some rounds of both."""
+    return max(0.0, min(r.wall_ms - r.calls * sample for r, sample in zip(rounds, samples_ms, strict=True)))
+
+
+def work_per_call(rounds: Sequence[ClockedRound], exchange_ms: float, harness_ms: float) -> float:
+    """The solution's device work per call in a session's replayed rounds: each round's window less the exchange,
+    per call, less the harness's own work per call, the least over the rounds after the first (the first is short,
+    so the exchange's noise weighs on it most; a round whose graph was captured in its window, or that a busy host
+    stalled, is only longer). Windows are taken as clocked, not less the time the host held the calling thread up:
+    a thread kept waiting for a CPU while the device works (one that launches a long graph, or polls instead of
+    sleeping) would have that work taken out. Skipping some of one round's calls shortens it, and each skipped call
+    is picked with the session's probability (docs/security.md)."""
+    later = rounds[1:] or rounds
+    return max(min((r.wall_ms - exchange_ms) / r.calls for r in later) - harness_ms, 0.0)
+
+
+def net_samples(samples_ms: Sequence[float], rounds: Sequence[ClockedRound],
+                harness_ms: float) -> tuple[list[float], float]:
+    """A replayed session's samples (one per round: its time per call, the harness's work included) less the
+    judge's own measure of that work, and the time they claim in all; ValueError where there is not one per
+    round."""
+    if len(samples_ms) != len(rounds):
+        raise ValueError(f"the solution's process reported {len(samples_ms)} timing samples for {len(rounds)} "
+                         "replayed rounds")
+    total = sum(sample * r.calls for sample, r in zip(samples_ms, rounds, strict=True))
+    return [max(sample - harness_ms, LEAST_SAMPLE_MS) for sample in samples_ms], total
+
+
+def figures(rounds: Sequence[ClockedRound], held_scale: float, exchange_ms: float, harness_ms: float) -> str:
+    """What a replayed session's work per call was worked out from, for the trace's log."""
+    clocked = ", ".join(f"{r.calls} calls in {r.wall_ms:.4f} ms ({r.held_ms * held_scale:.4f} ms held up)"
+                        for r in rounds)
+    return (f"; replayed rounds: {clocked}, less {exchange_ms:.4f} ms per round for the exchange and "
+            f"{harness_ms:.4f} ms per call of the harness's device work")

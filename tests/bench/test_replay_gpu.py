@@ -1,0 +1,77 @@
+"""Timed calls replayed from CUDA graphs (bench/replay.py) on a real GPU (run on the GPU machine: ``pytest -m gpu``)."""
+
+import pytest
+import torch
+from helpers import SCALE_ADD, python_solution, write_trace_set
+
+from flashinfer_bench.bench import Benchmark, BenchmarkConfig
+from flashinfer_bench.bench.inputs import DrawAt, InputPlan
+from flashinfer_bench.bench.replay import ReplayedCalls
+from flashinfer_bench.bench.slot import TensorLayout
+from flashinfer_bench.data import Definition, TraceSet, Workload
+from flashinfer_bench.timing.result import CUDA_EVENTS
+
+pytestmark = pytest.mark.gpu
+
+MIXED = Definition.model_validate({
+    "name": "mixed", "op_type": "toy",
+    "axes": {"n": {"type": "var"}},
+    "inputs": {name: {"shape": ["n"], "dtype": dtype} for name, dtype in
+               (("a", "float32"), ("b", "bfloat16"), ("c", "float8_e4m3fn"), ("d", "int32"))},
+    "outputs": {"out": {"shape": ["n"], "dtype": "float32"}},
+    "reference": "def run(a, b, c, d):\n    return a\n",
+})
+
+
+def as_bytes(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.reshape(-1).view(torch.uint8)
+
+
+def test_each_replayed_call_gets_the_inputs_the_judge_draws_for_its_place_and_keeps_its_outputs_in_its_row():
+    workload = Workload(uuid="w", axes={"n": 3000}, inputs={})
+    plan = InputPlan(MIXED, workload, "cuda", None)
+    assert plan.replay_obstacle is None
+    inputs = plan.draw(7)
+    layouts = [TensorLayout(name, t.dtype, tuple(t.shape)) for name, t in zip(MIXED.inputs, inputs, strict=True)]
+    # The "outputs" kept are the inputs each call was given.
+    replayed = ReplayedCalls(plan, inputs, lambda: None, lambda: inputs, layouts, calls=6)
+    judge = InputPlan(MIXED, workload, "cuda", None)
+    seen = set()
+    for seed in (11, 12):
+        replayed.run(seed)
+        replayed.wait()
+        assert replayed.replay_ms() > 0
+        for row in range(6):
+            drawn = judge.draw(DrawAt(seed, row))
+            assert all(torch.equal(as_bytes(a), as_bytes(b)) for a, b in zip(replayed.kept(row), drawn, strict=True))
+            seen.add(bytes(replayed.kept(row)[0].cpu().numpy()))
+    assert len(seen) == 12
+
+
+CAPTURABLE = "def run(x, y):\n    return x * 2 + y\n"
+#: Reads a value back from the device: no graph can hold it, so its calls are made one at a time.
+SYNCS = "def run(x, y):\n    scale = 2.0 if float(x.abs().max()) >= 0 else 1.0\n    return x * scale + y\n"
+SPIN = ("import torch\n"
+        "def run(x, y):\n"
+        "    torch.cuda._sleep(int(200 * torch.cuda.get_device_properties(x.device).clock_rate / 1e3))\n"
+        "    return x * 2 + y\n")
+LIES = ("import flashinfer_bench.bench.replay as replay\n"
+        "real = replay.ReplayedCalls.replay_ms\n"
+        "replay.ReplayedCalls.replay_ms = lambda self: real(self) / 1000\n" + SPIN)
+
+
+def test_capturable_solutions_are_timed_from_replays_a_liar_among_them_is_recorded_at_its_work(tmp_path):
+    root = write_trace_set(tmp_path, [SCALE_ADD],
+                           [python_solution(name, source) for name, source in
+                            (("capturable", CAPTURABLE), ("syncs", SYNCS), ("spin", SPIN), ("lies", LIES))],
+                           {"scale_add": ['{"definition": "scale_add", "solution": null, "evaluation": null, '
+                                          '"workload": {"uuid": "w", "axes": {"n": 4096}, "inputs": {}}}\n']})
+    result = Benchmark(TraceSet.from_path(root), BenchmarkConfig()).run_all(save_results=False)
+    got = {t.solution: t.evaluation for t in result.traces["scale_add"]}
+    assert all(e.status.value == "PASSED" for e in got.values()), {n: e.log for n, e in got.items()}
+    extra = {name: e.performance.extra for name, e in got.items()}
+    assert "not believed" not in got["capturable"].log and extra["capturable"]["timing_method"] == CUDA_EVENTS
+    assert extra["syncs"]["timing_method"] != CUDA_EVENTS
+    spin, lies = got["spin"].performance.latency_ms, got["lies"].performance.latency_ms
+    assert "not believed" not in got["spin"].log and spin == pytest.approx(0.2, rel=0.3)
+    assert "not believed" in got["lies"].log and lies == pytest.approx(spin, rel=0.2)
