@@ -1,14 +1,13 @@
 """Timed calls replayed from a CUDA graph: a round's calls, each on fresh inputs drawn on the device, run back to
 back with no host work between them, so that the round's wall time is the device's.
 
-A round is one replay of a graph of as many calls as the round holds (one launch: a worker that launched replay
-after replay could be kept waiting for a CPU between launches while the device works, and the judge's correction
-for a busy host would take that out of the round). Each call draws its inputs from one device generator
+A round is one replay of a graph of as many calls as the round holds (one launch: between launches of replay
+after replay the device would wait for the host, and on a busy host for a CPU). Each call draws its inputs from one device generator
 (``InputPlan.draw_from``), makes the call, and copies its outputs' bytes into the next row of a ring on the
 device, for the judge to ask for any. A replay seeded with ``seed`` gives its call at position ``k`` the inputs
 ``InputPlan.draw(DrawAt(seed, k))``: the generator moves by the same offset per draw, so the judge draws any one
 call's inputs alone. The solution's host code runs only while the graph is captured; a replay is the device work
-it queued then, which is what the judge's clock can bound (judge/schedule.py).
+it queued then, which is what the judge's clock can bound (judge/replayed.py).
 
 The timer is CUDA events around each replay, as for any CUDA graph (``bench_gpu_time`` with ``use_cuda_graph``):
 a sample is a replay's time per call, the harness's own device work per call (the draws and the copies)
@@ -40,7 +39,7 @@ HARNESS_REPLAYS = 8
 
 @dataclass(frozen=True)
 class ReplayShape:
-    """How a session's timed calls are replayed (judge/schedule.py ``replay_shape`` decides): ``rounds`` rounds
+    """How a session's timed calls are replayed (judge/replayed.py ``replay_shape`` decides): ``rounds`` rounds
     after the warm-up, each one replay of a graph of as many calls as the round holds: ``first_calls`` in the first
     (its graph captured before the warm-up ends), at most ``most_calls`` in any."""
 
