@@ -39,7 +39,7 @@ def calibrate(ctx: EvaluationContext, noop: SolutionHandle) -> ClockFloor:
     replay = replay_shape(ctx, 1, CALIBRATION_PICK_PROBABILITY)
     if replay is None:
         return floor
-    # Rounds about as long as a session's: the exchange read short rounds' windows short (seen on H200 and H100).
+    # Rounds about as long as a session's: short rounds read a shorter exchange (seen on H200s and H100s).
     size = max(replay.first_calls, min(CALIBRATION_REPLAYED_CALLS, kept_calls(ctx)))
     shape = ReplayShape(size, size, CALIBRATION_REPLAYED_ROUNDS)
     calls = shape.rounds * size
