@@ -1,0 +1,61 @@
+"""The judge's arithmetic for replayed sessions (judge/replayed.py), on rounds made up here."""
+
+from dataclasses import dataclass
+
+import pytest
+
+from flashinfer_bench.bench.judge.replayed import (
+    LEAST_SAMPLE_MS,
+    REPLAYED_ROUND_MS,
+    exchange_floor,
+    later_round_calls,
+    net_samples,
+    next_round_calls,
+    work_per_call,
+)
+from flashinfer_bench.bench.replay import ReplayShape
+
+
+@dataclass
+class Clocked:
+    calls: int
+    wall_ms: float
+    held_ms: float = 0.0
+
+
+def test_the_exchange_is_the_least_round_window_beyond_its_trusted_replay():
+    rounds = [Clocked(10, 1.5), Clocked(10, 1.2), Clocked(10, 3.0, held_ms=1.5)]
+    # Replays of 0.1 ms per call: 1.0 ms a round; the windows hold 0.5, 0.2 and 2.0 ms more.
+    assert exchange_floor(rounds, [0.1, 0.1, 0.1]) == pytest.approx(0.2)
+    assert exchange_floor([Clocked(10, 0.5)], [0.1]) == 0.0  # never below none
+
+
+def test_the_work_per_call_leaves_out_the_first_round_and_takes_the_least_of_the_others_as_clocked():
+    # 0.2 ms of exchange and 10 calls of 0.01 ms of harness work and 0.05 ms of work: 0.8 ms. The first round (short)
+    # and a stalled one do not count.
+    rounds = [Clocked(4, 0.3), Clocked(10, 0.8), Clocked(10, 5.0, held_ms=4.0), Clocked(10, 0.9)]
+    assert work_per_call(rounds, exchange_ms=0.2, harness_ms=0.01) == pytest.approx(0.05)
+    # A held-up round is not corrected: waiting for a CPU can overlap the device's work.
+    assert work_per_call([Clocked(4, 0.3), Clocked(10, 5.0, held_ms=4.2)], 0.2, 0.01) == pytest.approx(0.47)
+    assert work_per_call([Clocked(4, 0.3)], 0.2, 0.01) == pytest.approx(0.015)  # only one round: that one
+
+
+def test_samples_are_one_per_round_less_the_harness_and_claim_their_rounds_time():
+    rounds = [Clocked(16, 1.0), Clocked(64, 4.0)]
+    net, total = net_samples([0.06, 0.055], rounds, harness_ms=0.01)
+    assert net == pytest.approx([0.05, 0.045]) and total == pytest.approx(16 * 0.06 + 64 * 0.055)
+    assert net_samples([0.005], rounds[:1], harness_ms=0.01)[0] == [LEAST_SAMPLE_MS]
+    with pytest.raises(ValueError, match="3 timing samples for 2 replayed rounds"):
+        net_samples([0.06, 0.05, 0.05], rounds, harness_ms=0.01)
+
+
+def test_later_rounds_double_from_the_first_for_the_planned_calls_and_the_round_time_up_to_the_most():
+    shape = ReplayShape(first_calls=16, most_calls=256, rounds=5)
+    assert later_round_calls(shape, 50, None) == 16  # 34 planned calls left over 4 rounds: 9 each
+    assert later_round_calls(shape, 200, None) == 64  # 46 each
+    assert later_round_calls(shape, 50, REPLAYED_ROUND_MS / 100) == 128
+    assert later_round_calls(shape, 50, REPLAYED_ROUND_MS / 10_000) == 256
+    assert next_round_calls(shape, 50, [], exchange_ms=0.3) == 16
+    # The first round's window, less what the host held it up and the exchange, gives the time per call.
+    first = Clocked(16, 0.3 + 1.0 + 16 * REPLAYED_ROUND_MS / 100, held_ms=1.0)
+    assert next_round_calls(shape, 50, [first], exchange_ms=0.3) == 128
