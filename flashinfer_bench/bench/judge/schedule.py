@@ -345,8 +345,8 @@ class TimedSchedule:
                    + ")")
         recorded, what = estimate, "the judge's estimate"
         if claimed_total > wall * IMPOSSIBLE_FACTOR + IMPOSSIBLE_SLACK_MS * len(samples):
-            why = (f"{claimed_total:.4f} ms over its {len(samples)} timed calls, more than their rounds took on "
-                   f"the judge's clock ({wall:.4f} ms)")
+            why = (f"{claimed_total:.4f} ms over its {timed_calls} timed calls, more than their rounds took on the "
+                   f"judge's clock ({wall:.4f} ms)")
         elif while_shipping > max(HOST_ALLOWANCE_MS, claimed):
             why = "work done when its outputs were asked for"
         elif claimed_work < least:
