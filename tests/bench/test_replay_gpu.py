@@ -6,10 +6,10 @@ from helpers import SCALE_ADD, python_solution, write_trace_set
 
 from flashinfer_bench.bench import Benchmark, BenchmarkConfig
 from flashinfer_bench.bench.inputs import DrawAt, InputPlan
+from flashinfer_bench.bench.judge.replayed import NOT_REPLAYED_NOTE
 from flashinfer_bench.bench.replay import ReplayedCalls
 from flashinfer_bench.bench.slot import TensorLayout
 from flashinfer_bench.data import Definition, TraceSet, Workload
-from flashinfer_bench.timing.result import CUDA_EVENTS
 
 pytestmark = pytest.mark.gpu
 
@@ -69,9 +69,10 @@ def test_capturable_solutions_are_timed_from_replays_a_liar_among_them_is_record
     result = Benchmark(TraceSet.from_path(root), BenchmarkConfig()).run_all(save_results=False)
     got = {t.solution: t.evaluation for t in result.traces["scale_add"]}
     assert all(e.status.value == "PASSED" for e in got.values()), {n: e.log for n, e in got.items()}
-    extra = {name: e.performance.extra for name, e in got.items()}
-    assert "not believed" not in got["capturable"].log and extra["capturable"]["timing_method"] == CUDA_EVENTS
-    assert extra["syncs"]["timing_method"] != CUDA_EVENTS
+    # Replayed, or made one at a time with the log saying so (a claim's belief on a small kernel depends on how
+    # quiet the host is, so only the liar's is asserted).
+    assert all(NOT_REPLAYED_NOTE not in got[name].log for name in ("capturable", "spin", "lies"))
+    assert NOT_REPLAYED_NOTE in got["syncs"].log
     spin, lies = got["spin"].performance.latency_ms, got["lies"].performance.latency_ms
-    assert "not believed" not in got["spin"].log and spin == pytest.approx(0.2, rel=0.3)
+    assert spin == pytest.approx(0.2, rel=0.3)
     assert "not believed" in got["lies"].log and lies == pytest.approx(spin, rel=0.2)
