@@ -29,7 +29,7 @@ import torch
 
 from flashinfer_bench.bench.calling import take_values
 from flashinfer_bench.bench.inputs import InputPlan
-from flashinfer_bench.bench.slot import TensorLayout
+from flashinfer_bench.bench.slot import TensorLayout, from_bytes, raw_bytes, total_bytes
 from flashinfer_bench.timing.graph import capture
 
 #: How many replays, back to back, are timed of a graph of the harness's own work (``harness_device_ms``): the
@@ -60,8 +60,7 @@ class ReplayedCalls:
         self.calls, self.layouts = calls, list(layouts)
         self.generator = torch.Generator(device=device)
         #: One row per call: each output's bytes, one after the other.
-        self.row_bytes = [layout.nbytes for layout in self.layouts]
-        self.ring = torch.empty((calls if outputs is not None else 0, sum(self.row_bytes)), dtype=torch.uint8,
+        self.ring = torch.empty((calls if outputs is not None else 0, total_bytes(self.layouts)), dtype=torch.uint8,
                                 device=device)
         self.row = torch.zeros(1, dtype=torch.int64, device=device)
         #: Events before and after the latest replay; ``done`` is waited on asleep (``wait``).
@@ -73,7 +72,7 @@ class ReplayedCalls:
             take_values(inputs, plan.draw_from(self.generator, 0))
             call()
             if outputs is not None:
-                raw = [t.detach().contiguous().reshape(-1).view(torch.uint8) for t in outputs()]
+                raw = [raw_bytes(t) for t in outputs()]
                 self.ring.index_copy_(0, self.row, torch.cat(raw).unsqueeze(0) if len(raw) > 1 else
                                       raw[0].unsqueeze(0))
                 self.row.add_(1)
@@ -84,14 +83,18 @@ class ReplayedCalls:
         self.wait()
 
     def run(self, seed: int) -> None:
-        """Queue one replay, its calls' inputs drawn from ``seed`` (``DrawAt(seed, k)``), their outputs in the
-        ring's rows in order, with an event before and after it."""
-        self.row.zero_()
-        self.generator.manual_seed(seed)
+        """Queue one replay (``queue``) with an event before and after it."""
         self.start.record()
-        self.graph.replay()
+        self.queue(seed)
         self.end.record()
         self.done.record()
+
+    def queue(self, seed: int) -> None:
+        """Queue one replay, its calls' inputs drawn from ``seed`` (``DrawAt(seed, k)``), their outputs in the
+        ring's rows in order."""
+        self.row.zero_()
+        self.generator.manual_seed(seed)
+        self.graph.replay()
 
     def wait(self) -> None:
         """Until the latest replay has ended, asleep: no CPU taken from a busy host while the device works."""
@@ -103,13 +106,7 @@ class ReplayedCalls:
 
     def kept(self, row: int) -> tuple[torch.Tensor, ...]:
         """The outputs the ring holds in ``row`` (the replay's call of that index), as tensors of their layouts."""
-        tensors, offset = [], 0
-        for layout, nbytes in zip(self.layouts, self.row_bytes, strict=True):
-            raw = self.ring[row, offset:offset + nbytes]
-            tensors.append(raw.view(layout.dtype).reshape(layout.shape) if nbytes else
-                           torch.empty(layout.shape, dtype=layout.dtype, device=self.ring.device))
-            offset += nbytes
-        return tuple(tensors)
+        return tuple(from_bytes(self.ring[row], self.layouts))
 
 
 def harness_device_ms(plan: InputPlan, layouts: list[TensorLayout], calls: int) -> float:
@@ -123,9 +120,7 @@ def harness_device_ms(plan: InputPlan, layouts: list[TensorLayout], calls: int) 
     # device runs the one before, so no interval holds a launch (a session's samples and windows hold theirs).
     marks = [torch.cuda.Event(enable_timing=True) for _ in range(HARNESS_REPLAYS + 1)]
     for seed, mark in enumerate(marks):
-        replayed.generator.manual_seed(seed)
-        replayed.row.zero_()
-        replayed.graph.replay()
+        replayed.queue(seed)
         mark.record()
     marks[-1].synchronize()
     return min(before.elapsed_time(after) for before, after in itertools.pairwise(marks)) / calls

@@ -28,11 +28,15 @@ class TensorLayout:
     shape: tuple[int, ...]
 
     @property
+    def element_size(self) -> int:
+        return torch.empty((), dtype=self.dtype).element_size()
+
+    @property
     def nbytes(self) -> int:
         count = 1
         for extent in self.shape:
             count *= extent
-        return count * torch.empty((), dtype=self.dtype).element_size()
+        return count * self.element_size
 
 
 def output_layouts(definition: Definition, workload: Workload) -> list[TensorLayout]:
@@ -60,6 +64,25 @@ def _layouts(definition: Definition, workload: Workload, specs: Iterable) -> lis
 
 def total_bytes(layouts: Sequence[TensorLayout]) -> int:
     return sum(layout.nbytes for layout in layouts)
+
+
+def raw_bytes(tensor: torch.Tensor) -> torch.Tensor:
+    """A tensor's bytes, flat (a copy only where it is not contiguous)."""
+    return tensor.detach().contiguous().reshape(-1).view(torch.uint8)
+
+
+def from_bytes(raw: torch.Tensor, layouts: Sequence[TensorLayout]) -> list[torch.Tensor]:
+    """The tensors ``layouts`` describe, one after the other in the flat bytes ``raw``: views of them, or copies
+    where a tensor does not start at a multiple of its element size (after an output of an odd number of bytes, or
+    in a ring's later rows), which a view of another type needs."""
+    tensors, offset = [], 0
+    for layout in layouts:
+        piece = raw[offset:offset + layout.nbytes]
+        if piece.storage_offset() % layout.element_size:
+            piece = piece.clone()
+        tensors.append(piece.view(layout.dtype).reshape(layout.shape))
+        offset += layout.nbytes
+    return tensors
 
 
 #: A worker page-locks its buffer from the start as far as copies from the device reach into it, this much at
@@ -152,7 +175,7 @@ class Slot:
     def write(self, offset: int, tensors: Sequence[torch.Tensor]) -> int:
         """Raw bytes of ``tensors`` from ``offset`` on; returns the offset after them."""
         for tensor in tensors:
-            raw = tensor.detach().contiguous().reshape(-1).view(torch.uint8)
+            raw = raw_bytes(tensor)
             count = raw.numel()
             if count:
                 if offset + count > self.size:
@@ -168,17 +191,13 @@ class Slot:
 
     def read(self, offset: int, layouts: Sequence[TensorLayout], device: str) -> tuple[list[torch.Tensor], int]:
         """Private copies of the tensors ``layouts`` describe, from ``offset`` on, and the offset after them."""
-        tensors = []
-        for layout in layouts:
-            count = layout.nbytes
-            if offset + count > self.size:
-                raise ValueError("the judge's buffer is smaller than the outputs it should hold")
-            raw = torch.empty(count, dtype=torch.uint8)
-            if count:
-                ctypes.memmove(raw.data_ptr(), self.bytes.data_ptr() + offset, count)
-            tensors.append(raw.view(layout.dtype).reshape(layout.shape).to(device))
-            offset += count
-        return tensors, offset
+        count = total_bytes(layouts)
+        if offset + count > self.size:
+            raise ValueError("the judge's buffer is smaller than the outputs it should hold")
+        raw = torch.empty(count, dtype=torch.uint8)
+        if count:
+            ctypes.memmove(raw.data_ptr(), self.bytes.data_ptr() + offset, count)
+        return [tensor.to(device) for tensor in from_bytes(raw, layouts)], offset + count
 
 
 def output_mismatch(outputs: Sequence[Any], expected: Sequence[TensorLayout],
