@@ -26,6 +26,7 @@ from flashinfer_bench.bench.calling import (
     clone_inputs,
     invoke,
     modified_inputs,
+    setup_of,
     take_values,
 )
 from flashinfer_bench.bench.inputs import InputPlan
@@ -133,8 +134,8 @@ class Harness:
         call, for the values drawn), or the capture failed (and is not tried again)."""
         if keep_outputs not in self._replayed:
             replays = None
-            timed = TimedCall(self.callee, self.definition, self.workload, self.inputs(0), self.device)
-            if self.plan.replay_obstacle is None and not timed.has_setup:
+            if self.plan.replay_obstacle is None and setup_of(self.callee) is None:
+                timed = TimedCall(self.callee, self.definition, self.workload, self.inputs(0), self.device)
                 replays = Replays(self.plan, timed, self.layouts, keep_outputs)
                 try:
                     replays.graph(replay.first_calls)
