@@ -38,6 +38,11 @@ from flashinfer_bench.data import Definition, EvaluationStatus, Workload
 from flashinfer_bench.timing.graph import GraphCaptureFailed
 from flashinfer_bench.timing.result import CUDA_EVENTS, WARM
 
+#: Calls made one at a time are timed with CUPTI while they make at most this many GPU activities each, else with
+#: CUDA events (TimingOptions.cupti_most_activities): a call of many launches is host-bound, and CUPTI's records of
+#: it would cost the worker more than the call (cupti-python 13.0: about 50 us a record).
+CUPTI_MOST_ACTIVITIES = 16
+
 
 @contextmanager
 def seeded(seed: int, device: str) -> Iterator[None]:
@@ -241,7 +246,8 @@ class Harness:
                 end_round()
 
         result = bench_gpu_time_detailed(timed.call, num_iters=iterations, dry_run_iters=warmup, device=self.device,
-                                         before_each=before_each, after_each=after_each)
+                                         before_each=before_each, after_each=after_each,
+                                         cupti_most_activities=CUPTI_MOST_ACTIVITIES)
         if reported < begun:
             end_round()
         return TimingClaim([float(s) for s in result.samples_ms], result.method, setup_ms, result.cache_policy,

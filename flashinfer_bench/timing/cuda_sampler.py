@@ -10,7 +10,7 @@ import torch
 
 from . import notices
 from .cupti_records import IterationSpan
-from .cupti_timer import CuptiUnavailable, measure_cupti
+from .cupti_timer import CuptiUnavailable, measure_cupti, pause_tracing
 from .devices import device_name
 from .events import measure_events
 from .launch_processing import device_launch_ns
@@ -34,8 +34,10 @@ class CudaSampler:
     it) and carries the launch-processing estimate from batch to batch (cupti_records.py)."""
 
     def __init__(self, method: str, cupti: Any, steps: SampleSteps, calls: int, dev: torch.device,
-                 notes: list[str]) -> None:
+                 notes: list[str], most_activities: int | None = None) -> None:
         self.method = method
+        #: TimingOptions.cupti_most_activities: beyond it per dry run, ``warm_up`` turns to CUDA events.
+        self.most_activities = most_activities
         self.cupti = cupti
         self.steps = steps
         self.calls = calls
@@ -77,7 +79,8 @@ class CudaSampler:
     def warm_up(self, count: int, *, traced: bool) -> None:
         """The ``count`` dry runs. Under CUPTI, when ``traced`` (eager calls: a graph's replay has no host work
         of fn's), they are traced as a batch is, and the lead-in starts out long enough for all but
-        LATE_FRACTION of them: a first batch measured again costs as many calls as it has samples."""
+        LATE_FRACTION of them: a first batch measured again costs as many calls as it has samples. Where they
+        made more GPU activities per call than ``most_activities``, the samples are taken with CUDA events."""
         if traced and self.method == CUPTI and count:
             try:
                 spans = self._measure(range(count))
@@ -86,7 +89,10 @@ class CudaSampler:
                 self.method = CUDA_EVENTS
             else:
                 # The first dry run pays one-off costs (compilation, module loads) that no sample will.
-                late = _lateness_to_cover([s for s in spans[1:] or spans if s is not None])
+                found = [s for s in spans[1:] or spans if s is not None]
+                if self._too_many_activities(found):
+                    return
+                late = _lateness_to_cover(found)
                 if late > 0:
                     self._lengthen_lead_in(late)
                 return
@@ -99,6 +105,20 @@ class CudaSampler:
                 if self.steps.after is not None:
                     self.steps.after(i)
         torch.cuda.synchronize(self.dev)
+
+    def _too_many_activities(self, spans: list[IterationSpan]) -> bool:
+        """Whether the dry runs' median activities per call exceed ``most_activities``; if so, tracing stops
+        and the samples are taken with CUDA events (TimingOptions.cupti_most_activities says why)."""
+        if self.most_activities is None or not spans:
+            return False
+        per_call = statistics.median(s.activities for s in spans) / self.calls
+        if per_call <= self.most_activities:
+            return False
+        pause_tracing(self.cupti)
+        notices.warn(f"fn made {per_call:g} GPU activities per call, more than {self.most_activities}: timed with "
+                     "CUDA events, whose cost does not grow with them (CUPTI's does, per record).", self.notes)
+        self.method = CUDA_EVENTS
+        return True
 
     def _trace(self, indices: range) -> list[IterationSpan]:
         """The batch's spans, measured again with a longer lead-in while the host was late with fn's first

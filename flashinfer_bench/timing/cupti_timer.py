@@ -161,6 +161,16 @@ class _Session:
                 with contextlib.suppress(Exception):  # a CUPTI that fails here has nothing left to trace
                     self._set_enabled(False)
 
+    def pause(self) -> None:
+        """Tracing off now, also inside a ``held`` block (the next batch switches it on again), and the records
+        of what ran since the last batch dropped."""
+        if self.enabled:
+            self._set_enabled(False)
+        self.cupti.activity_flush_all(_FLUSH_FORCED)
+        with self.lock:
+            self.api.clear()
+            self.gpu.clear()
+
     def trace(
         self,
         prepare: Step,
@@ -251,6 +261,16 @@ def tracing_held(cupti: ModuleType | None) -> Iterator[None]:
         current = None
     with current.held() if current is not None else contextlib.nullcontext():
         yield
+
+
+def pause_tracing(cupti: ModuleType) -> None:
+    """``_Session.pause`` for the process's session, where CUPTI can trace (else nothing)."""
+    try:
+        current = session(cupti)
+    except CuptiUnavailable:
+        return
+    with contextlib.suppress(Exception):  # a CUPTI that fails here has nothing left to trace
+        current.pause()
 
 
 def measure_cupti(

@@ -24,6 +24,9 @@ class TimingOptions:
     percentage of the median (or the budget is spent)."""
     time_budget_s: float | None = None
     """Seconds of sampling allowed; alone, sampling continues until it is spent."""
+    cupti_most_activities: int | None = None
+    """Time with CUPTI only while fn's dry runs make at most this many GPU activities per call (their median);
+    beyond it, CUDA events (cuda_sampler.py ``CudaSampler.warm_up``). None: no limit."""
 
     def __post_init__(self) -> None:
         if self.num_iters < 1:
@@ -32,6 +35,8 @@ class TimingOptions:
             raise ValueError("dry_run_iters must not be negative")
         if self.target_ci_pct is not None and self.target_ci_pct <= 0:
             raise ValueError("target_ci_pct must be positive")
+        if self.cupti_most_activities is not None and self.cupti_most_activities < 1:
+            raise ValueError("cupti_most_activities must be at least 1")
 
     @property
     def cold(self) -> bool:

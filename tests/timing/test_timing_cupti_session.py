@@ -469,3 +469,44 @@ def test_sampler_falls_back_when_cupti_sees_no_gpu_work(monkeypatch):
     assert sampler(range(2)) == [0.5, 0.5]
     assert sampler.method == CUDA_EVENTS
     assert any("no GPU work" in n for n in notes)
+
+
+def test_pausing_inside_a_held_block_stops_tracing_until_the_next_batch(fresh_session):
+    fake = FakeCupti()
+    switches = count_switches(fake)
+    with cupti_timer.tracing_held(fake):
+        cupti_timer.measure_cupti(fake, lambda i: None, lambda i: fake.launch(100, 150), range(2), "cpu")
+        cupti_timer.pause_tracing(fake)
+        assert fake.enabled == set()
+        fake.launch(0, 999_999_999)  # untraced now
+        assert fake.pending == []
+    assert switches == ["on", "off"]  # the held block's end finds tracing off already
+
+
+def many_activity_dry_runs(monkeypatch, activities: int, most: int) -> tuple[cuda_sampler.CudaSampler, list, list]:
+    """A sampler that may make ``most`` activities per call, after dry runs of ``activities`` each (two calls per
+    sample); returns it, its notes and the pauses of tracing."""
+    from flashinfer_bench.timing.cupti_records import IterationSpan
+
+    span = IterationSpan(0, 10_000, 2 * activities, 5_000, 6_000)
+    monkeypatch.setattr(cuda_sampler, "measure_cupti", lambda *a, **k: [span] * 5)
+    monkeypatch.setattr(cuda_sampler, "measure_events", lambda prepare, body, indices, dev, setup=None, after=None: [0.5] * len(indices))
+    paused = []
+    monkeypatch.setattr(cuda_sampler, "pause_tracing", paused.append)
+    notes = []
+    sampler = cuda_sampler.CudaSampler(CUPTI, "cupti", NO_STEPS, 2, torch.device("cpu"), notes, most)
+    sampler.warm_up(5, traced=True)
+    return sampler, notes, paused
+
+
+def test_dry_runs_of_more_activities_than_allowed_turn_to_events(monkeypatch):
+    sampler, notes, paused = many_activity_dry_runs(monkeypatch, activities=40, most=16)
+    assert sampler.method == CUDA_EVENTS and paused == ["cupti"]
+    assert notes == ["fn made 40 GPU activities per call, more than 16: timed with CUDA events, whose cost does "
+                     "not grow with them (CUPTI's does, per record)."]
+    assert sampler(range(3)) == [0.25] * 3  # events, per call
+
+
+def test_dry_runs_within_the_allowed_activities_stay_with_cupti(monkeypatch):
+    sampler, notes, paused = many_activity_dry_runs(monkeypatch, activities=16, most=16)
+    assert sampler.method == CUPTI and not paused and not notes
