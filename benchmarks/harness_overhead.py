@@ -112,7 +112,7 @@ def child(runner_kind: str, root: str) -> None:
     for slot in runner.slots:
         slot.environment()
     ready = time.perf_counter()
-    stamps: list[tuple[float, str, str, float | None, float | None]] = []
+    stamps: list[tuple[float, str, str, float | None, float | None, int]] = []
     notes: list[str] = []
 
     class Stamp:
@@ -121,14 +121,18 @@ def child(runner_kind: str, root: str) -> None:
 
         def advance(self, trace) -> None:
             perf = trace.evaluation.performance
+            timed = (perf.extra or {}).get("timed_calls") if perf else None
             stamps.append((time.perf_counter(), trace.solution, trace.evaluation.status.value,
-                           perf.latency_ms if perf else None, perf.reference_latency_ms if perf else None))
+                           perf.latency_ms if perf else None, perf.reference_latency_ms if perf else None,
+                           sum(timed) if timed else config.num_trials * config.iterations))
             notes.extend(line for line in trace.evaluation.log.splitlines() if line.startswith("timing:"))
 
     Benchmark(trace_set, config, runner_factory=lambda c: runner, progress=Stamp()).run_all(save_results=False)
     end = time.perf_counter()
+    # Per evaluation: each trial's warm-up and correctness call, and the timed calls its trace says it made (more
+    # than ``iterations`` where they were replayed).
     calls = config.num_trials * (config.warmup_runs + config.iterations + 1)
-    kernel_ms = sum(calls * s[3] for s in stamps if s[3] is not None)
+    kernel_ms = sum((config.num_trials * (config.warmup_runs + 1) + s[5]) * s[3] for s in stamps if s[3] is not None)
     references = {}
     for s in stamps:
         if s[4] is not None:

@@ -16,6 +16,7 @@ its own clock refutes (judge/schedule.py).
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from flashinfer_bench.bench.evaluators.compare import (
     value_errors,
 )
 from flashinfer_bench.bench.inputs import InputKey
+from flashinfer_bench.bench.judge.clock import synchronize
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.local import LocalSolution, UncheckedSchedule
 from flashinfer_bench.bench.judge.phases import CHECKS, phase
@@ -98,15 +100,32 @@ class PerformanceResult:
     setup_latency_ms: float | None = None
 
 
-def time_reference(reference: Callee, ctx: EvaluationContext) -> ReferenceTiming:
+#: A reference's timing session makes the configured calls, or fewer where its calls are slow: as many as its call
+#: in the baseline's last trial would take ``REFERENCE_SESSION_MS`` for, at least ``REFERENCE_LEAST_CALLS`` (a
+#: slow reference is far slower than the solutions it is the speed-up's baseline for, so a few samples place it
+#: well enough, and its sessions are paid for on every workload). The warm-up shrinks with the timed calls.
+REFERENCE_SESSION_MS, REFERENCE_LEAST_CALLS = 100.0, 3
+
+
+def reference_calls(cfg: ResolvedEvalConfig, call_ms: float | None) -> tuple[int, int]:
+    """(warm-up calls, timed calls) of a reference's timing session, given its call's time (None: unknown)."""
+    iterations = cfg.iterations
+    if call_ms is not None and call_ms > 0:
+        iterations = min(iterations, max(REFERENCE_LEAST_CALLS, int(REFERENCE_SESSION_MS / call_ms)))
+    warmup = min(cfg.warmup_runs, max(1, -(-cfg.warmup_runs * iterations // max(cfg.iterations, 1))))
+    return warmup, iterations
+
+
+def time_reference(reference: Callee, ctx: EvaluationContext, call_ms: float | None = None) -> ReferenceTiming:
     """The reference timed as solutions are (the same loop, harness.py, here in the judge's own process): in
-    ``num_trials`` sessions, every call on fresh inputs; the mean of the sessions' medians, the 95% interval over
-    every sample, and the conditions the loop reported."""
+    ``num_trials`` sessions (of ``reference_calls`` for a call of ``call_ms``), every call on fresh inputs; the
+    mean of the sessions' medians, the 95% interval over every sample, and the conditions the loop reported."""
     medians, samples, conditions = [], [], {}
     handle = LocalSolution(ctx, reference)
+    warmup, iterations = reference_calls(ctx.config, call_ms)
     for session in range(ctx.config.num_trials):
-        schedule = UncheckedSchedule(ctx, ("reference", session), ctx.config.warmup_runs, ctx.config.iterations)
-        claim = handle.time(ctx.config.iterations, ctx.config.warmup_runs, schedule)
+        schedule = UncheckedSchedule(ctx, ("reference", session), warmup, iterations)
+        claim = handle.time(iterations, warmup, schedule)
         medians.append(median(claim.samples_ms))
         samples += claim.samples_ms
         conditions = claim.conditions()
@@ -135,6 +154,7 @@ def timing_extra(sessions: list[SessionLatency], cfg: ResolvedEvalConfig, setup_
     if sessions:
         extra[key.TIMING_CONDITIONS] = dict(sessions[0].conditions)
         extra[key.JUDGE_CLOCK_MS] = [round(s.clocked_ms, 6) for s in sessions]
+        extra[key.TIMED_CALLS] = [s.timed_calls for s in sessions]
         busiest = max(s.busy_fraction for s in sessions)
         if busiest > 0:
             extra[key.HOST_BUSY_FRACTION] = round(busiest, 4)
@@ -214,12 +234,16 @@ class Evaluator(ABC):
         so such a trial is drawn again from another seed, up to ``TRIAL_DRAWS`` draws; the last is kept."""
         layouts = ctx.output_layouts
         baseline = Baseline(inputs=[], outputs=[], reference=reference)
+        call_ms = None  # the last trial's reference call, to size its timing (``reference_calls``)
         for trial in range(ctx.config.num_trials):
             for draw in range(TRIAL_DRAWS):
                 seed = ctx.trial_seed(trial) if draw == 0 else ctx.seed_for("trial", trial, "draw", draw)
                 trial_inputs = ctx.inputs(seed)
                 call_inputs = clone_inputs(trial_inputs)
+                started = time.perf_counter()
                 trial_outputs = invoke(reference, ctx.definition, ctx.workload, call_inputs, ctx.device)
+                synchronize(ctx.device)
+                call_ms = (time.perf_counter() - started) * 1e3
                 mismatch = output_mismatch(trial_outputs, layouts, ctx.device)
                 if mismatch is not None:
                     raise ValueError(f"the reference does not keep to its definition: {mismatch[1]}")
@@ -230,7 +254,7 @@ class Evaluator(ABC):
             baseline.outputs.append(trial_outputs)
             baseline.written.append(written_inputs(ctx.input_names, trial_inputs, call_inputs))
         if profile:
-            baseline.reference_timing = time_reference(reference, ctx)
+            baseline.reference_timing = time_reference(reference, ctx, call_ms)
         return baseline
 
     @classmethod

@@ -537,3 +537,19 @@ def test_a_trial_whose_reference_outputs_are_all_zero_is_drawn_again():
     ctx = evaluation_context(always_zero, WORKLOAD, CFG)
     baseline = DefaultEvaluator.build_baseline(ctx, reference_callee(always_zero), profile=False)
     assert baseline.seeds[0] == ctx.seed_for("trial", 0, "draw", TRIAL_DRAWS - 1)  # the last draw kept
+
+
+def test_a_slow_reference_is_timed_in_fewer_calls_and_never_fewer_than_the_least():
+    from flashinfer_bench.bench.evaluators.evaluator import (
+        REFERENCE_LEAST_CALLS,
+        REFERENCE_SESSION_MS,
+        reference_calls,
+    )
+
+    cfg = ResolvedEvalConfig(warmup_runs=10, iterations=50, num_trials=3, rtol=1e-2, atol=1e-2)
+    assert reference_calls(cfg, None) == (10, 50)  # its time unknown: as configured
+    assert reference_calls(cfg, REFERENCE_SESSION_MS / 100) == (10, 50)  # fast: as configured
+    assert reference_calls(cfg, REFERENCE_SESSION_MS / 25) == (5, 25)  # the warm-up shrinks with the calls
+    assert reference_calls(cfg, REFERENCE_SESSION_MS * 10) == (1, REFERENCE_LEAST_CALLS)
+    few = ResolvedEvalConfig(warmup_runs=0, iterations=2, num_trials=1, rtol=1e-2, atol=1e-2)
+    assert reference_calls(few, REFERENCE_SESSION_MS * 10) == (0, 2)  # never more than configured
