@@ -7,7 +7,7 @@ from __future__ import annotations
 from flashinfer_bench.bench.calling import ZeroFilling
 from flashinfer_bench.bench.judge.clock import ClockFloor
 from flashinfer_bench.bench.judge.context import EvaluationContext
-from flashinfer_bench.bench.judge.replayed import kept_calls, replay_shape
+from flashinfer_bench.bench.judge.replayed import replay_shape
 from flashinfer_bench.bench.judge.schedule import TimedSchedule
 from flashinfer_bench.bench.judge.solution import SolutionHandle
 from flashinfer_bench.bench.replay import ReplayShape
@@ -19,8 +19,10 @@ from flashinfer_bench.bench.replay import ReplayShape
 CALIBRATION_WARMUP, CALIBRATION_CALLS, CALIBRATION_PICK_PROBABILITY = 5, 30, 0.25
 CALIBRATION_ROUND_CALLS = 10
 #: The replayed calibration session (where the workload's calls can be replayed, bench/replay.py): one warm-up
-#: call, then this many rounds of this many calls (fewer where a round may hold fewer), a few milliseconds each
-#: (the floor is the least round's cost beyond its replay: TimedSchedule.replay_round_floor).
+#: call, then this many rounds of this many calls (fewer where a round may hold fewer): the floor is the least
+#: round's cost beyond its replay (TimedSchedule.replay_round_floor). That cost grows with a round's calls (seen
+#: on H200s and H100s: 16-call rounds read less, 1,024-call rounds about 0.9 ms more than a session's 32-call
+#: rounds), so the calibration's rounds sit between a session's shortest and longest.
 CALIBRATION_REPLAYED_ROUNDS, CALIBRATION_REPLAYED_CALLS = 10, 256
 
 
@@ -39,8 +41,7 @@ def calibrate(ctx: EvaluationContext, noop: SolutionHandle) -> ClockFloor:
     replay = replay_shape(ctx, 1, CALIBRATION_PICK_PROBABILITY)
     if replay is None:
         return floor
-    # Rounds about as long as a session's: short rounds read a shorter exchange (seen on H200s and H100s).
-    size = max(replay.first_calls, min(CALIBRATION_REPLAYED_CALLS, kept_calls(ctx)))
+    size = max(replay.first_calls, min(CALIBRATION_REPLAYED_CALLS, replay.most_calls))
     shape = ReplayShape(size, size, CALIBRATION_REPLAYED_ROUNDS)
     calls = shape.rounds * size
     replayed = TimedSchedule(ctx, ("calibration", "replayed"), 1, calls, CALIBRATION_PICK_PROBABILITY,

@@ -27,11 +27,16 @@ KEPT_BYTES = 128 << 20
 REPLAYED_PLAUSIBLE_FRACTION, REPLAYED_MARGIN_MS = 0.9, 0.001
 #: This many rounds after the warm-up: the first of ``REPLAYED_FIRST_CALLS`` calls, the others all of one size, the
 #: first size times a power of two, enough for about ``REPLAYED_ROUND_MS`` of work at the first round's time per
-#: call (a long round makes the exchange small per call), at most ``REPLAYED_MOST_CALLS`` calls, at most as many as
-#: keep ``REPLAYED_PICKS`` calls picked for checking per session on average (each costs the judge a reference call,
-#: unless a solution before had the same one checked), at most ``KEPT_BYTES`` of outputs.
+#: call (a long round makes the exchange and its noise small per call: an honest claim of a few microseconds is
+#: read against them), at most ``REPLAYED_MOST_CALLS`` calls, at most ``KEPT_BYTES`` of outputs.
 REPLAYED_FIRST_CALLS, REPLAYED_ROUNDS = 16, 5
-REPLAYED_ROUND_MS, REPLAYED_MOST_CALLS, REPLAYED_PICKS = 2.0, 256, 64
+REPLAYED_ROUND_MS, REPLAYED_MOST_CALLS = 4.0, 1024
+#: A replayed round's calls are each picked for checking with the session's probability, or with this many over
+#: the round's calls where that is less (each pick costs the judge a reference call, unless a solution before had
+#: the same one checked). Skipping a share f of one round's calls then escapes every pick with probability about
+#: exp(-f * REPLAYED_ROUND_PICKS), whatever the round's size (docs/security.md). A check that needs every call
+#: (probability 1: sampling's) keeps its rounds at this many calls instead.
+REPLAYED_ROUND_PICKS = 16
 #: A replayed call's sample less the harness's work is at least this (a callee that does next to nothing).
 LEAST_SAMPLE_MS = 1e-6
 #: Said in the trace's log of a session whose calls the judge asked to have replayed and the worker made one at a
@@ -60,9 +65,14 @@ def replay_shape(ctx: EvaluationContext, warmup: int, probability: float) -> Rep
     host."""
     if not warmup or ctx.input_plan.replay_obstacle is not None:
         return None
-    by_picks = max(REPLAYED_FIRST_CALLS, int(REPLAYED_PICKS / max(probability, 1e-9) / (REPLAYED_ROUNDS - 1)))
-    most = max(1, min(REPLAYED_MOST_CALLS, by_picks, kept_calls(ctx)))
+    most = REPLAYED_ROUND_PICKS if probability >= 1.0 else REPLAYED_MOST_CALLS
+    most = max(1, min(most, kept_calls(ctx)))
     return ReplayShape(min(REPLAYED_FIRST_CALLS, most), most, REPLAYED_ROUNDS)
+
+
+def round_probability(probability: float, calls: int) -> float:
+    """Each call's chance of being picked in a replayed round of ``calls`` (``REPLAYED_ROUND_PICKS``)."""
+    return probability if probability >= 1.0 else min(probability, REPLAYED_ROUND_PICKS / max(calls, 1))
 
 
 def later_round_calls(replay: ReplayShape, iterations: int, per_call_ms: float | None) -> int:

@@ -56,6 +56,7 @@ from flashinfer_bench.bench.judge.replayed import (
     net_samples,
     next_round_calls,
     replay_shape,
+    round_probability,
     work_per_call,
 )
 from flashinfer_bench.bench.slot import total_bytes
@@ -206,13 +207,11 @@ class TimedSchedule:
         self.ended, self.short_round = count, count < len(self.seeds)
         if replay:
             self.replayed_from = count
-        return [index for index in range(first, count) if self._picked(index) or index + 1 == self.calls]
-
-    def _picked(self, index: int) -> bool:
-        """Whether call ``index`` is checked: a draw from the run's secret, unpredictable to the worker and the
-        same for every solution of the workload (so the reference's outputs for it serve them all: the
-        evaluators' ``TimedCheck.expected``)."""
-        return self.stream.seed("pick", index) / (1 << 63) < self.probability
+        # Whether call i is checked: a draw from the run's secret, unpredictable to the worker and the same for
+        # every solution of the workload (so the reference's outputs for it serve them all: TimedCheck.expected).
+        probability = round_probability(self.probability, count - first) if replayed else self.probability
+        return [i for i in range(first, count)
+                if self.stream.seed("pick", i) / (1 << 63) < probability or i + 1 == self.calls]
 
     def on_shipped(self, outputs: Sequence[tuple[torch.Tensor, ...]], indices: Sequence[int], asked_at: float,
                    arrived_at: float) -> None:
@@ -357,12 +356,12 @@ class TimedSchedule:
             recorded, what = least, f"the least the judge's clock allows ({least:.4f} ms)"
         else:
             return SessionLatency(claimed, setup, self._session_notes(), list(samples), claim.conditions(),
-                                  self.busy_fraction, estimate)
+                                  self.busy_fraction, estimate, timed_calls)
         with_setup = f" and {setup:.4f} ms of setup" if setup is not None else ""
         return SessionLatency(recorded, None, [
             f"timing: the solution's process claimed {claimed:.4f} ms per call{with_setup}, {why}; {clocked}; "
             f"recorded {what} ({claim.method} claim not believed)", *self._session_notes()], [],
-            claim.conditions(), self.busy_fraction, estimate)
+            claim.conditions(), self.busy_fraction, estimate, timed_calls)
 
     def _session_notes(self) -> list[str]:
         notes = []
@@ -393,5 +392,7 @@ class SessionLatency:
     busy_fraction: float = 0.0
     #: The judge's own estimate of the work per call (its clock: ``TimedSchedule.latency``).
     clocked_ms: float = 0.0
+    #: The timed calls the session made (its warm-up's not counted).
+    timed_calls: int = 0
 
 

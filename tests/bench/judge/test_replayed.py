@@ -7,10 +7,12 @@ import pytest
 from flashinfer_bench.bench.judge.replayed import (
     LEAST_SAMPLE_MS,
     REPLAYED_ROUND_MS,
+    REPLAYED_ROUND_PICKS,
     exchange_floor,
     later_round_calls,
     net_samples,
     next_round_calls,
+    round_probability,
     work_per_call,
 )
 from flashinfer_bench.bench.replay import ReplayShape
@@ -59,3 +61,9 @@ def test_later_rounds_double_from_the_first_for_the_planned_calls_and_the_round_
     # The first round's window, less what the host held it up and the exchange, gives the time per call.
     first = Clocked(16, 0.3 + 1.0 + 16 * REPLAYED_ROUND_MS / 100, held_ms=1.0)
     assert next_round_calls(shape, 50, [first], exchange_ms=0.3) == 128
+
+
+def test_a_replayed_round_picks_about_the_same_number_of_calls_whatever_its_size():
+    assert round_probability(0.125, 16) == 0.125  # 2 of 16: the session's own probability is the smaller
+    assert round_probability(0.125, 1024) == REPLAYED_ROUND_PICKS / 1024
+    assert round_probability(1.0, 1024) == 1.0  # a check of every call (sampling's) keeps every call
