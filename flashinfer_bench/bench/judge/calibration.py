@@ -20,9 +20,10 @@ CALIBRATION_WARMUP, CALIBRATION_CALLS, CALIBRATION_PICK_PROBABILITY = 5, 30, 0.2
 CALIBRATION_ROUND_CALLS = 10
 #: The replayed calibration session (where the workload's calls can be replayed, bench/replay.py): one warm-up
 #: call, then this many rounds of this many calls (fewer where a round may hold fewer): the floor is the least
-#: round's cost beyond its replay (TimedSchedule.replay_round_floor). That cost grows with a round's calls (seen
-#: on H200s and H100s: 16-call rounds read less, 1,024-call rounds about 0.9 ms more than a session's 32-call
-#: rounds), so the calibration's rounds sit between a session's shortest and longest.
+#: round's cost beyond its replay (TimedSchedule.replay_round_floor). That cost grows with a round's calls (16-call
+#: calibration rounds read less, seen on H200s and H100s; 1,024-call ones read about 0.9 ms more than a session's
+#: 32-call rounds took, docs/measurements.md), so the calibration's rounds sit between a session's shortest and
+#: longest.
 CALIBRATION_REPLAYED_ROUNDS, CALIBRATION_REPLAYED_CALLS = 10, 256
 
 
