@@ -166,6 +166,10 @@ class _Session:
         of what ran since the last batch dropped."""
         if self.enabled:
             self._set_enabled(False)
+        self._drop_records()
+
+    def _drop_records(self) -> None:
+        """Have CUPTI deliver what it holds, and drop every record delivered so far."""
         self.cupti.activity_flush_all(_FLUSH_FORCED)
         with self.lock:
             self.api.clear()
@@ -200,10 +204,7 @@ class _Session:
         """Run the samples with tracing on: their host windows and the records CUPTI delivered."""
         cupti = self.cupti
         try:
-            cupti.activity_flush_all(_FLUSH_FORCED)
-            with self.lock:
-                self.api.clear()
-                self.gpu.clear()
+            self._drop_records()
             if not self.enabled:
                 self._set_enabled(True)
         except Exception as exc:  # cupti.cuptiError and friends: any failure means no CUPTI here

@@ -42,7 +42,7 @@ def calibrate(ctx: EvaluationContext, noop: SolutionHandle) -> ClockFloor:
     replay = replay_shape(ctx, 1, CALIBRATION_PICK_PROBABILITY)
     if replay is None:
         return floor
-    size = max(replay.first_calls, min(CALIBRATION_REPLAYED_CALLS, replay.most_calls))
+    size = min(CALIBRATION_REPLAYED_CALLS, replay.most_calls)
     shape = ReplayShape(size, size, CALIBRATION_REPLAYED_ROUNDS)
     calls = shape.rounds * size
     replayed = TimedSchedule(ctx, ("calibration", "replayed"), 1, calls, CALIBRATION_PICK_PROBABILITY,
