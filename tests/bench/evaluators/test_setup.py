@@ -51,8 +51,10 @@ def test_setup_gets_the_layout_inputs_and_its_time_is_reported_beside_the_call()
     assert set(map(tuple, given)) == {("offset",)}  # never the floating data
     # before every call: the correctness calls, and each session's warm-up and timed calls
     assert len(given) == CFG.num_trials + CFG.num_trials * (CFG.warmup_runs + CFG.iterations)
-    assert timed.setup_latency_ms == pytest.approx(SETUP_SECONDS * 1e3, rel=0.5)
-    assert timed.performance.latency_ms < SETUP_SECONDS * 1e3 / 4  # not inside the call's time
+    # A sleep never returns early (how much later depends on the host's load): the setup's time is at least its
+    # sleep, and a call whose time held the setup would take at least as long.
+    assert timed.setup_latency_ms >= SETUP_SECONDS * 1e3 * 0.95
+    assert timed.performance.latency_ms < SETUP_SECONDS * 1e3
 
 
 def test_a_solution_without_setup_reports_no_setup_time():
