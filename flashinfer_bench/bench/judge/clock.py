@@ -23,7 +23,8 @@ class ClockFloor:
     per_call_ms: float
     """A call's share of its round's window, less the judge's time to draw its inputs."""
     ship_ms: float
-    """Outputs asked for to outputs shipped, per call shipped, less the judge's time to copy that many bytes."""
+    """Outputs asked for to outputs shipped, per shipment, less the judge's time to copy the calls' bytes: mostly
+    the exchange itself, which a shipment of one call pays as much as one of many."""
     replay_round_ms: float | None = None
     """A replayed round's window less its replay (judge/replayed.py ``exchange_floor``): the exchange with the judge
     and the waits around it; None where no round was replayed."""
@@ -160,8 +161,12 @@ class HostWatch:
 
     def waits_ms(self) -> tuple[float, float]:
         """The calling thread's and the judge's thread's waits for a CPU so far (ms), cheap enough to read at
-        every window's end. What comes out of a window is the larger of the two (``held_up``): they may have
-        waited at the same time, and counting a wait twice would take a solution's work out of its window."""
+        every window's end. What comes out of a window is the two together (``held_up``): in a window each
+        thread waits on the other (the judge sleeps while the calls run, the calling thread while a message is on
+        its way to it), so their waits for a CPU follow one another (a shipment on a busy 2-core machine: 2.6 ms
+        of the calling thread's and 8.0 ms of the judge's in a window of 10.6 ms). A window never gives up more
+        than its length, and a session no more than the time the worker's threads were not running
+        (``busy_fraction``)."""
         judge = self.judge_thread.read()
         if judge is None:
             return 0.0, 0.0
@@ -172,7 +177,7 @@ class HostWatch:
 
     @staticmethod
     def held_up(before: tuple[float, float], after: tuple[float, float]) -> float:
-        return max(after[0] - before[0], after[1] - before[1], 0.0)
+        return max(after[0] - before[0], 0.0) + max(after[1] - before[1], 0.0)
 
     def judge_waiting_ms(self) -> float:
         stat = self.judge_thread.read()
@@ -186,7 +191,8 @@ class HostWatch:
         wall = (end.at - start.at) * 1e9
         worker_waiting = end.worker_waiting_ns - start.worker_waiting_ns
         not_running = wall - (end.worker_running_ns - start.worker_running_ns)
-        held_up = max(min(worker_waiting, max(not_running, 0.0)), end.judge_waiting_ns - start.judge_waiting_ns)
+        judge_waiting = end.judge_waiting_ns - start.judge_waiting_ns
+        held_up = min(max(worker_waiting, 0) + max(judge_waiting, 0), max(not_running, 0.0))
         return min(max(held_up / wall, 0.0), MAX_BUSY_FRACTION)
 
 

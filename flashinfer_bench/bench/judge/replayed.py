@@ -13,9 +13,9 @@ left of a round's window is the solution's device work, its graph's launch inclu
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
 from flashinfer_bench.bench.judge.context import EvaluationContext
+from flashinfer_bench.bench.judge.windows import Round
 from flashinfer_bench.bench.replay import ReplayShape
 from flashinfer_bench.bench.slot import total_bytes
 
@@ -44,14 +44,6 @@ LEAST_SAMPLE_MS = 1e-6
 #: calls made one at a time, far looser below a millisecond (docs/security.md).
 NOT_REPLAYED_NOTE = ("timing: the calls were made one at a time, not replayed from a CUDA graph as the judge asked; "
                      "the judge's clock bounds the claim more loosely (docs/security.md)")
-
-
-class ClockedRound(Protocol):
-    """A round on the judge's clock (schedule.Round)."""
-
-    calls: int
-    wall_ms: float
-    held_ms: float
 
 
 def kept_calls(ctx: EvaluationContext) -> int:
@@ -88,7 +80,7 @@ def later_round_calls(replay: ReplayShape, iterations: int, per_call_ms: float |
     return calls
 
 
-def next_round_calls(replay: ReplayShape, iterations: int, done: Sequence[ClockedRound],
+def next_round_calls(replay: ReplayShape, iterations: int, done: Sequence[Round],
                      exchange_ms: float) -> int:
     """The next replayed round's calls, after the replayed rounds ``done``: after the first, sized at the first
     round's time per call (its window less the exchange and what the host held it up: whatever else the window held
@@ -99,14 +91,14 @@ def next_round_calls(replay: ReplayShape, iterations: int, done: Sequence[Clocke
     return later_round_calls(replay, iterations, (first.wall_ms - first.held_ms - exchange_ms) / first.calls)
 
 
-def exchange_floor(rounds: Sequence[ClockedRound], samples_ms: Sequence[float]) -> float:
+def exchange_floor(rounds: Sequence[Round], samples_ms: Sequence[float]) -> float:
     """What a replayed round costs beyond its replay, from a calibration session's rounds and its trusted samples
     (each round's replay time per call): the least over the rounds of the window less the replay, as clocked, as a
     session's work is taken from its least round (``work_per_call``): a busy host lengthens some rounds of both."""
     return max(0.0, min(r.wall_ms - r.calls * sample for r, sample in zip(rounds, samples_ms, strict=True)))
 
 
-def work_per_call(rounds: Sequence[ClockedRound], exchange_ms: float, harness_ms: float) -> float:
+def work_per_call(rounds: Sequence[Round], exchange_ms: float, harness_ms: float) -> float:
     """The solution's device work per call in a session's replayed rounds: each round's window less the exchange,
     per call, less the harness's own work per call, the least over the rounds after the first (the first is short,
     so the exchange's noise weighs on it most; a round whose graph was captured in its window, or that a busy host
@@ -118,7 +110,7 @@ def work_per_call(rounds: Sequence[ClockedRound], exchange_ms: float, harness_ms
     return max(min((r.wall_ms - exchange_ms) / r.calls for r in later) - harness_ms, 0.0)
 
 
-def net_samples(samples_ms: Sequence[float], rounds: Sequence[ClockedRound],
+def net_samples(samples_ms: Sequence[float], rounds: Sequence[Round],
                 harness_ms: float) -> tuple[list[float], float]:
     """A replayed session's samples (one per round: its time per call, the harness's work included) less the
     judge's own measure of that work, and the time they claim in all; ValueError where there is not one per
@@ -130,7 +122,7 @@ def net_samples(samples_ms: Sequence[float], rounds: Sequence[ClockedRound],
     return [max(sample - harness_ms, LEAST_SAMPLE_MS) for sample in samples_ms], total
 
 
-def figures(rounds: Sequence[ClockedRound], held_scale: float, exchange_ms: float, harness_ms: float) -> str:
+def figures(rounds: Sequence[Round], held_scale: float, exchange_ms: float, harness_ms: float) -> str:
     """What a replayed session's work per call was worked out from, for the trace's log."""
     clocked = ", ".join(f"{r.calls} calls in {r.wall_ms:.4f} ms ({r.held_ms * held_scale:.4f} ms held up)"
                         for r in rounds)

@@ -18,9 +18,9 @@ same inputs and to copy the outputs (for replayed rounds: the exchange per round
 per call), what is left is the solution's work. A claim is not believed only where no honest solution makes it:
 
 - more time in all the timed calls together than their rounds took on the judge's clock (impossible);
-- work when the outputs are asked for (beyond the floor and ``SHIP_COPY_ALLOWANCE`` times the judge's own copy
-  time per shipped call, by more than ``HOST_ALLOWANCE_MS`` and the claimed time): calls skipped, and only what
-  had to be shipped computed;
+- work when the outputs are asked for (in the lower quartile of the shipments, beyond the floor and
+  ``SHIP_COPY_ALLOWANCE`` times the judge's own copy time per shipped call, by more than ``HOST_ALLOWANCE_MS`` and
+  the claimed time): calls skipped, and only what had to be shipped computed;
 - a claimed median under ``PLAUSIBLE_FRACTION`` of the work per call (the median over ``TIMED_ROUNDS`` rounds)
   less ``HOST_ALLOWANCE_MS`` (the host work an honest call may do around its kernels) and a margin for the clock's
   noise; for replayed rounds, whose windows are the device's time, under ``REPLAYED_PLAUSIBLE_FRACTION`` of it less
@@ -59,6 +59,7 @@ from flashinfer_bench.bench.judge.replayed import (
     round_probability,
     work_per_call,
 )
+from flashinfer_bench.bench.judge.windows import Round, Shipment
 from flashinfer_bench.bench.slot import total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.failures import CallFailed
@@ -82,38 +83,19 @@ ESTIMATE_SHARE_OF_MARGIN = 0.25
 #: call (a worker's copy may go through pageable memory); more than that, by more than the host allowance and the
 #: claimed time, is work done while shipping.
 SHIP_COPY_ALLOWANCE = 4.0
+#: Work while shipping is read from the shipments' lower quartile: what the judge cannot see of a host (a virtual
+#: CPU waking late) only lengthens a shipment, while work for a skipped call is in every shipment that carries one.
+SHIPPING_QUANTILE = 0.25
 #: Claims summing to more than the timed rounds' wall time by this factor and this much per call are impossible.
 IMPOSSIBLE_FACTOR, IMPOSSIBLE_SLACK_MS = 1.05, 0.05
 #: A session in which the host held up the calls or the judge for more than this share of the time says so in
 #: the trace's log (the clock was corrected for it: judge/clock.py HostWatch).
 NOTED_BUSY_FRACTION = 0.1
+
+
 def round_calls(ctx: EvaluationContext) -> int:
     """How many calls a round of this evaluation holds at most (see ``KEPT_BYTES``)."""
     return min(ROUND_CALLS, kept_calls(ctx))
-
-
-@dataclass(frozen=True)
-class Round:
-    """One round on the judge's clock: its first call's index, how many calls it made, its window and the part of
-    that window the calling thread or the judge spent waiting for a CPU."""
-
-    first: int
-    calls: int
-    wall_ms: float
-    held_ms: float
-    #: Its calls were replayed from a CUDA graph (bench/replay.py).
-    replayed: bool = False
-
-
-@dataclass(frozen=True)
-class Shipment:
-    """The picked calls of a round shipped: how many, asked for to arrived, and the part of that spent waiting for
-    a CPU."""
-
-    first_index: int
-    calls: int
-    ship_ms: float
-    held_ms: float
 
 
 class TimedSchedule:
@@ -203,7 +185,8 @@ class TimedSchedule:
             self.waits_at_end = self.watch.waits_ms()
             held = HostWatch.held_up(self.waits_at_open, self.waits_at_end)
         replayed = self.replayed_from is not None
-        self.rounds.append(Round(first, count - first, (now - self.window_opened) * 1e3, held, replayed))
+        wall_ms = (now - self.window_opened) * 1e3
+        self.rounds.append(Round(first, count - first, wall_ms, min(held, wall_ms), replayed))
         self.ended, self.short_round = count, count < len(self.seeds)
         if replay:
             self.replayed_from = count
@@ -220,7 +203,8 @@ class TimedSchedule:
         held = 0.0
         if self.watch is not None:
             held = HostWatch.held_up(self.waits_at_end, self.watch.waits_ms())
-        self.shipments.append(Shipment(indices[0], len(indices), (arrived_at - asked_at) * 1e3, held))
+        ship_ms = (arrived_at - asked_at) * 1e3
+        self.shipments.append(Shipment(indices[0], len(indices), ship_ms, min(held, ship_ms)))
         self.picked.extend(PickedCall(index, self._key(index), call_outputs)
                            for index, call_outputs in zip(indices, outputs, strict=True))
 
@@ -278,17 +262,17 @@ class TimedSchedule:
         """The mean wall time of a call in the round, less what the host held it up and the judge's own draw."""
         return (round_.wall_ms - round_.held_ms * self.held_scale) / round_.calls - draw
 
-    def _shipping_per_call(self, shipment: Shipment) -> float:
-        """A shipment's time per call shipped, less what the host held it up and the judge's own copy."""
-        return (shipment.ship_ms - shipment.held_ms * self.held_scale) / shipment.calls - self.copy_ms
+    def _shipping_ms(self, shipment: Shipment) -> float:
+        """A shipment's time, less what the host held it up and the judge's own copy of the calls shipped."""
+        return shipment.ship_ms - shipment.held_ms * self.held_scale - shipment.calls * self.copy_ms
 
     def floor(self) -> ClockFloor:
-        """What this loop says the harness costs per call when the callee does nothing (calibration): the cost per
-        call of its cheapest timed round (the loop runs in a worker no solution code was in yet, so no round is
-        slow on purpose, and one that a stall made slow says nothing of the harness)."""
+        """What this loop says the harness costs when the callee does nothing (calibration): the cost per call of
+        its cheapest timed round (the loop runs in a worker no solution code was in yet, so no round is slow on
+        purpose, and one that a stall made slow says nothing of the harness), and its median shipment's."""
         draw = self._draw_ms()
         per_call = min(self._work_per_call(r, draw) for r in self._timed_rounds())
-        ship = median(self._shipping_per_call(s) for s in self.shipments) if self.shipments else 0.0
+        ship = median(self._shipping_ms(s) for s in self.shipments) if self.shipments else 0.0
         return ClockFloor(max(per_call, 0.0), max(ship, 0.0))
 
     @property
@@ -334,9 +318,10 @@ class TimedSchedule:
                       + ESTIMATE_SHARE_OF_MARGIN * (draw + copy))
             least = PLAUSIBLE_FRACTION * in_wall - HOST_ALLOWANCE_MS - margin
         # Warm-up calls are checked but not clocked here: a first call's one-off costs are not a call's work.
-        shipping = [max(self._shipping_per_call(s) - floor.ship_ms - (SHIP_COPY_ALLOWANCE - 1) * copy, 0.0)
+        # The floor is a shipment's (mostly the exchange, whatever the calls shipped), the copies are per call.
+        shipping = [max((self._shipping_ms(s) - floor.ship_ms) / s.calls - (SHIP_COPY_ALLOWANCE - 1) * copy, 0.0)
                     for s in self.shipments if s.first_index >= self.warmup]
-        while_shipping = median(shipping) if shipping else 0.0
+        while_shipping = sorted(shipping)[int(SHIPPING_QUANTILE * (len(shipping) - 1))] if shipping else 0.0
         estimate = in_wall + while_shipping
         clocked = (f"the judge's clock puts the work at {estimate:.4f} ms ({in_wall:.4f} ms per call, "
                    f"{while_shipping:.4f} ms more while shipping its outputs"

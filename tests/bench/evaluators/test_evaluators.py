@@ -513,6 +513,36 @@ def test_a_claim_far_below_the_work_is_raised_to_the_least_the_clock_allows_and_
     assert impossible.latency_ms == pytest.approx(2.0) and "the judge's estimate" in impossible.notes[0]
 
 
+def test_the_shipment_floor_is_paid_once_per_shipment_and_work_per_shipped_call_is_seen():
+    """A shipment costs the exchange once, whatever the calls it carries (a calibration that ships several calls at
+    a time must not make a session's one-call shipments look like work); what grows with the calls beyond the
+    copies is work done while shipping."""
+    from flashinfer_bench.bench.judge import schedule as timed
+    from flashinfer_bench.bench.wire.claims import TimingClaim
+
+    calibration = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("calibration",), warmup=0,
+                                      iterations=8, probability=0.0)
+    calibration.rounds = [timed.Round(0, 4, 4.0, 0.0), timed.Round(4, 4, 4.0, 0.0)]
+    copy = calibration.copy_ms
+    exchange = 1.2  # ms: the same for two calls and for three
+    calibration.shipments = [timed.Shipment(0, 2, exchange + 2 * copy, 0.0),
+                             timed.Shipment(4, 3, exchange + 3 * copy, 0.0)]
+    floor = calibration.floor()
+    assert floor.ship_ms == pytest.approx(exchange)
+
+    def session(work_per_shipped_call_ms: float) -> timed.SessionLatency:
+        schedule = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("timed", 0), warmup=0,
+                                       iterations=10, probability=0.0)
+        schedule.rounds = [timed.Round(first, 1, 1.0, 0.0) for first in range(10)]
+        schedule.shipments = [timed.Shipment(first, 1, exchange + copy + work_per_shipped_call_ms, 0.0)
+                              for first in range(10)]
+        return schedule.latency(TimingClaim([0.3] * 10, "host_clock"), floor)
+
+    assert session(0.0).notes == [] and session(0.0).latency_ms == 0.3
+    lazy = session(2.0)
+    assert "work done when its outputs were asked for" in lazy.notes[0] and lazy.latency_ms > 1.9
+
+
 def test_a_trial_whose_reference_outputs_are_all_zero_is_drawn_again():
     """An MoE token routed to no local expert gives all-zero outputs: against them a solution returning zeros, or
     its outputs scaled, passes. Such a trial is drawn again from another seed."""
