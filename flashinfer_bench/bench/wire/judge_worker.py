@@ -90,7 +90,8 @@ class Ship(_Message):
 
 
 class Next(_Message):
-    """The answer to ``More``: the next round's seeds."""
+    """The answer to ``More``: the next round's seeds. A replayed round's calls draw their inputs from its first
+    seed (bench/replay.py), so it holds that seed and a 0 for each of its other calls (here and in ``Ship``)."""
 
     op: Literal["next"] = "next"
     seeds: list[int] = Field(min_length=1)

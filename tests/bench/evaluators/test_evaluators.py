@@ -442,6 +442,38 @@ def test_replayed_rounds_follow_the_warm_up_sized_by_the_first_ones_clock_and_pi
         unasked.on_ran(2, replay=True)
 
 
+def test_a_replayed_round_hands_out_its_first_seed_only_and_draws_its_picks_once_per_round(monkeypatch):
+    """A replayed round's calls draw from its first seed (bench/replay.py): its other seeds go as 0, and its picks
+    come from one generator per round seeded from the run's secret (a hash per call cost the judge ~26 ms per
+    session of 4,112 calls): about the round's probability of its calls, different in every round, the same for
+    every schedule of the workload, and for another secret not."""
+    from flashinfer_bench.bench.judge import replayed
+    from flashinfer_bench.bench.judge import schedule as timed
+    from flashinfer_bench.bench.replay import ReplayShape
+
+    monkeypatch.setattr(timed.time, "perf_counter", lambda: 0.0)  # no time passes: rounds as long as allowed
+
+    def picks(secret: int) -> tuple[list[list[int]], list[list[int]]]:
+        schedule = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG, secret), ("timed", 0), warmup=1,
+                                       iterations=4000, probability=0.25)
+        schedule.replay = ReplayShape(first_calls=16, most_calls=1024, rounds=3)
+        schedule.opening_round()
+        schedule.on_ran(1, replay=True)
+        handed, picked = [], []
+        for _ in range(3):
+            handed.append(schedule.next_round())
+            picked.append(schedule.on_ran(schedule.ended + len(handed[-1])))
+        return handed, picked
+
+    handed, picked = picks(1)
+    assert [len(seeds) for seeds in handed] == [16, 1024, 1024]
+    assert all(seeds[0] != 0 and set(seeds[1:]) == {0} for seeds in handed)
+    expected = 1024 * replayed.round_probability(0.25, 1024)
+    assert all(expected / 3 < len(p) < expected * 3 for p in picked[1:])
+    assert [i - 17 for i in picked[1]] != [i - 17 - 1024 for i in picked[2]]  # each round its own draws
+    assert picks(1)[1] == picked and picks(2)[1] != picked
+
+
 def test_a_replayed_session_takes_the_work_from_its_shortest_later_round_and_bounds_claims_by_it():
     """In a replayed session the work per call is the rounds' windows less the exchange per round (calibrated) and
     the harness's own device work per call (timed by the judge), the least over the rounds after the first (a
