@@ -39,8 +39,9 @@ from flashinfer_bench.bench.judge.clock import synchronize
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.local import LocalSolution, UncheckedSchedule
 from flashinfer_bench.bench.judge.phases import CHECKS, phase
-from flashinfer_bench.bench.judge.schedule import SessionLatency, TimedSchedule
+from flashinfer_bench.bench.judge.schedule import TimedSchedule
 from flashinfer_bench.bench.judge.solution import SolutionHandle
+from flashinfer_bench.bench.judge.windows import SessionLatency
 from flashinfer_bench.bench.slot import output_mismatch
 from flashinfer_bench.bench.wire.parent_judge import ReferenceTiming
 from flashinfer_bench.data import Correctness, Definition, EvaluationStatus, Performance

@@ -165,8 +165,8 @@ class HostWatch:
         thread waits on the other (the judge sleeps while the calls run, the calling thread while a message is on
         its way to it), so their waits for a CPU follow one another (a shipment on a busy 2-core machine: 2.6 ms
         of the calling thread's and 8.0 ms of the judge's in a window of 10.6 ms). A window never gives up more
-        than its length, and a session no more than the time the worker's threads were not running
-        (``busy_fraction``)."""
+        than its length, and a session no more than the time the worker's threads were not running or, where
+        that is less, the judge's own waits (``busy_fraction``)."""
         judge = self.judge_thread.read()
         if judge is None:
             return 0.0, 0.0
@@ -191,8 +191,9 @@ class HostWatch:
         wall = (end.at - start.at) * 1e9
         worker_waiting = end.worker_waiting_ns - start.worker_waiting_ns
         not_running = wall - (end.worker_running_ns - start.worker_running_ns)
-        judge_waiting = end.judge_waiting_ns - start.judge_waiting_ns
-        held_up = min(max(worker_waiting, 0) + max(judge_waiting, 0), max(not_running, 0.0))
+        judge_waiting = max(end.judge_waiting_ns - start.judge_waiting_ns, 0)
+        # The judge's own waits count whatever the worker did (its threads may run in parallel: torch's on the CPU).
+        held_up = max(min(max(worker_waiting, 0) + judge_waiting, max(not_running, 0.0)), judge_waiting)
         return min(max(held_up / wall, 0.0), MAX_BUSY_FRACTION)
 
 

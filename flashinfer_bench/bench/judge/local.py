@@ -4,7 +4,6 @@ the evaluators' tests, tools). Solution code never runs here in a run: the judge
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import torch
@@ -69,12 +68,12 @@ class LocalSolution(SolutionHandle):
 
             def ran(self, count: int, more: bool, replay: bool = False) -> list[int]:
                 picked = schedule.on_ran(count, replay)
-                self.asked_at = time.perf_counter()
+                self.asked_at = schedule.asking() if picked else 0.0
                 self.ready = schedule.next_round() if more and not picked else []
                 return picked
 
             def shipped(self, indices: list[int]) -> None:
-                arrived_at = time.perf_counter()
+                arrived_at = schedule.arrived()
                 outputs, _ = read_outputs(slot, layouts, len(indices), "cpu")
                 schedule.on_shipped(outputs, indices, self.asked_at, arrived_at)
 
@@ -117,6 +116,11 @@ class UncheckedSchedule:
                    arrived_at: float) -> None:
         raise AssertionError("an unchecked schedule asks for no outputs")
 
+    def asking(self) -> float:
+        raise AssertionError("an unchecked schedule asks for no outputs")
+
+    arrived = asking
+
     def next_round(self) -> list[int]:
         first = self.issued
         if self.replay is None:
@@ -126,6 +130,8 @@ class UncheckedSchedule:
         else:
             size = self.replay.first_calls if first == self.warmup else self.later_calls
         self.issued += size
+        if self.replay is not None and first >= self.warmup:  # replayed: its calls draw from its first seed
+            return [self.stream.seed(first), *[0] * (size - 1)]
         return [self.stream.seed(index) for index in range(first, self.issued)]
 
     def finished(self) -> None:

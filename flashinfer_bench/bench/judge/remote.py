@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 from flashinfer_bench.bench.judge.clock import ClockFloor, HostWatch
@@ -80,13 +79,13 @@ class RemoteSolution(SolutionHandle):
                 self.channel.send(Next(seeds=schedule.next_round()))
                 continue
             picked = schedule.on_ran(message.count, message.replay)
-            asked_at = time.perf_counter()
+            asked_at = schedule.asking() if picked else 0.0
             # With none picked the next round's seeds go with the answer (the worker would ask for them at once).
             self.channel.send(Ship(indices=picked, seeds=schedule.next_round() if message.more and not picked
                                    else []))
             if picked:
                 shipped = self.channel.receive(Shipped)
-                arrived_at = time.perf_counter()
+                arrived_at = schedule.arrived()
                 if list(shipped.indices) != picked:
                     raise WorkerGone(f"the worker broke the protocol: shipped calls {list(shipped.indices)[:8]}, "
                                      f"not {picked[:8]}")

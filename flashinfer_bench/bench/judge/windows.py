@@ -1,5 +1,5 @@
-"""The windows the judge clocks in a timing session (judge/schedule.py): each round of calls, and each shipment of
-picked outputs."""
+"""The windows the judge clocks in a timing session (judge/schedule.py): each round of calls and each shipment of
+picked outputs; and what the judge makes of them (``SessionLatency``)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,35 @@ class Round:
 
 @dataclass(frozen=True)
 class Shipment:
-    """The picked calls of a round shipped: how many, asked for to arrived, and the part of that spent waiting for
-    a CPU."""
+    """The picked calls of a round shipped: how many, asked for to arrived, the part of that spent waiting for a
+    CPU, and how long their round took."""
 
     first_index: int
     calls: int
     ship_ms: float
     held_ms: float
+    #: The window of the round whose calls it ships.
+    after_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class SessionLatency:
+    """What one timing session says about the solution, after the judge's checks."""
+
+    latency_ms: float
+    """The call's time: the claimed median; when the claim is not believed, the judge's estimate of the work, or
+    for a claim far below the work the least the judge's clock allows (judge/schedule.py ``TimedSchedule.latency``)."""
+    setup_ms: float | None
+    """The median time of the solution's setup before a call (docs/solutions.md), as claimed; None without a
+    setup, or when the claim was not believed (the estimate then covers the setup too)."""
+    notes: list[str]
+    #: The claimed samples, when the claim was believed (empty otherwise), and the conditions the timing loop
+    #: reported (wire/claims.py).
+    samples_ms: list[float]
+    conditions: dict[str, object]
+    #: The share of the session's time a busy host held up the calls or the judge (judge/clock.py HostWatch).
+    busy_fraction: float = 0.0
+    #: The judge's own estimate of the work per call (its clock: ``TimedSchedule.latency``).
+    clocked_ms: float = 0.0
+    #: The timed calls the session made (its warm-up's not counted).
+    timed_calls: int = 0

@@ -378,7 +378,8 @@ def test_each_round_is_clocked_from_its_seeds_to_its_end_and_shipments_apart(mon
     schedule.draw_ms = [100.0]
     floor = schedule.floor()
     assert floor.per_call_ms == pytest.approx(150.0)
-    assert floor.ship_ms == pytest.approx(500.0 - schedule.copy_ms)
+    # The shipment: 500 ms, less the judge's copy and the share of the 1000 ms round before it.
+    assert floor.ship_ms == pytest.approx(500.0 - schedule.copy_ms - timed.SHIP_ROUND_SHARE * 1000.0)
     schedule.next_round()
     with pytest.raises(timed.CallFailed, match="not reported ended"):
         schedule.next_round()
@@ -573,6 +574,14 @@ def test_the_shipment_floor_is_paid_once_per_shipment_and_work_per_shipped_call_
     assert session(0.0).notes == [] and session(0.0).latency_ms == 0.3
     lazy = session(2.0)
     assert "work done when its outputs were asked for" in lazy.notes[0] and lazy.latency_ms > 1.9
+    # After a long round a shipment takes longer (a host waking from it): a share of the round is not work.
+    after_long_rounds = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("timed", 1), warmup=0,
+                                            iterations=100, probability=0.0)
+    after_long_rounds.rounds = [timed.Round(first, 10, 10 * 0.3, 0.0) for first in range(0, 100, 10)]
+    woke_late = timed.SHIP_ROUND_SHARE * 3.0 + 0.3  # ms: over HOST_ALLOWANCE_MS, but for the share
+    after_long_rounds.shipments = [timed.Shipment(first, 1, exchange + copy + woke_late, 0.0, 3.0)
+                                   for first in range(0, 100, 10)]
+    assert after_long_rounds.latency(TimingClaim([0.3] * 100, "host_clock"), floor).notes == []
 
 
 def test_a_trial_whose_reference_outputs_are_all_zero_is_drawn_again():

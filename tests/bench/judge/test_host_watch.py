@@ -19,9 +19,12 @@ def test_a_calling_thread_that_waited_for_a_cpu_is_the_hosts_share():
     # 100 ms: the calls ran 40 ms and waited 60 ms for a CPU.
     assert HostWatch.busy_fraction(start, reading(100, 60, 40)) == 0.6
     # The judge's own waits count too (each thread waits on the other in a window, so their waits follow one
-    # another), but never more than the time the worker's threads were not running: waits while it ran overlap it.
+    # another), but never more than the time the worker's threads were not running (waits while they ran overlap
+    # work), unless the judge's own waits alone were more (threads of the worker may run side by side).
     assert HostWatch.busy_fraction(start, reading(100, 20, 60, judge_ms=15)) == 0.35
     assert HostWatch.busy_fraction(start, reading(100, 20, 70, judge_ms=15)) == 0.3
+    assert HostWatch.busy_fraction(start, reading(100, 20, 80, judge_ms=30)) == 0.3
+    assert HostWatch.busy_fraction(start, reading(100, 0, 180, judge_ms=10)) == 0.1
     assert HostWatch.held_up((1.0, 5.0), (4.0, 6.0)) == 4.0 and HostWatch.held_up((1.0, 5.0), (1.0, 5.0)) == 0.0
 
 
