@@ -89,8 +89,9 @@ SHIP_COPY_ALLOWANCE = 4.0
 SHIPPING_QUANTILE = 0.25
 #: A shipment after a long round takes longer, with no wait for a CPU in either thread: on this project's 2-core
 #: virtual machine one-call shipments took 0.13 ms after rounds under 3 ms and 0.65 ms after rounds of 5.4 ms
-#: (docs/measurements.md). This share of the round before it is not read as work in a shipment; a solution that
-#: lengthens its rounds to widen it pays as much in its rounds' work per call.
+#: (docs/measurements.md). This share of the timed rounds' median window is not read as work in a shipment: the
+#: median, not the round before it, since lengthening a few rounds to widen it would not show in the work per call
+#: (a median over rounds too), while lengthening most of them shows there.
 SHIP_ROUND_SHARE = 0.1
 #: Claims summing to more than the timed rounds' wall time by this factor and this much per call are impossible.
 IMPOSSIBLE_FACTOR, IMPOSSIBLE_SLACK_MS = 1.05, 0.05
@@ -234,7 +235,7 @@ class TimedSchedule:
         if self.watch is not None:
             held = HostWatch.held_up(self.waits_at_asking, self.waits_at_arrival)
         ship_ms = (arrived_at - asked_at) * 1e3
-        self.shipments.append(Shipment(indices[0], len(indices), ship_ms, min(held, ship_ms), self.rounds[-1].wall_ms))
+        self.shipments.append(Shipment(indices[0], len(indices), ship_ms, min(held, ship_ms)))
         self.picked.extend(PickedCall(index, self._key(index), call_outputs)
                            for index, call_outputs in zip(indices, outputs, strict=True))
 
@@ -292,11 +293,14 @@ class TimedSchedule:
         """The mean wall time of a call in the round, less what the host held it up and the judge's own draw."""
         return (round_.wall_ms - round_.held_ms * self.held_scale) / round_.calls - draw
 
-    def _shipping_ms(self, shipment: Shipment) -> float:
-        """A shipment's time, less what the host held it up, the judge's own copy of the calls shipped and the
-        share of the round before it that a host waking from it adds (``SHIP_ROUND_SHARE``)."""
-        return (shipment.ship_ms - shipment.held_ms * self.held_scale - shipment.calls * self.copy_ms
-                - SHIP_ROUND_SHARE * shipment.after_ms)
+    def _shipping_ms(self, shipment: Shipment, round_share_ms: float) -> float:
+        """A shipment's time, less what the host held it up, the judge's own copy of the calls shipped and what a
+        host waking from a round adds (``round_share_ms``)."""
+        return shipment.ship_ms - shipment.held_ms * self.held_scale - shipment.calls * self.copy_ms - round_share_ms
+
+    def _round_share_ms(self) -> float:
+        """``SHIP_ROUND_SHARE`` of the timed rounds' median window."""
+        return SHIP_ROUND_SHARE * median(r.wall_ms for r in self._timed_rounds()) if self.rounds else 0.0
 
     def floor(self) -> ClockFloor:
         """What this loop says the harness costs when the callee does nothing (calibration): the cost per call of
@@ -304,7 +308,8 @@ class TimedSchedule:
         purpose, and one that a stall made slow says nothing of the harness), and its median shipment's."""
         draw = self._draw_ms()
         per_call = min(self._work_per_call(r, draw) for r in self._timed_rounds())
-        ship = median(self._shipping_ms(s) for s in self.shipments) if self.shipments else 0.0
+        share = self._round_share_ms()
+        ship = median(self._shipping_ms(s, share) for s in self.shipments) if self.shipments else 0.0
         return ClockFloor(max(per_call, 0.0), max(ship, 0.0))
 
     @property
@@ -351,8 +356,9 @@ class TimedSchedule:
             least = PLAUSIBLE_FRACTION * in_wall - HOST_ALLOWANCE_MS - margin
         # Warm-up calls are checked but not clocked here: a first call's one-off costs are not a call's work.
         # The floor is a shipment's (mostly the exchange, whatever the calls shipped), the copies are per call.
-        shipping = [max((self._shipping_ms(s) - floor.ship_ms) / s.calls - (SHIP_COPY_ALLOWANCE - 1) * copy, 0.0)
-                    for s in self.shipments if s.first_index >= self.warmup]
+        share = self._round_share_ms()
+        shipping = [max((self._shipping_ms(s, share) - floor.ship_ms) / s.calls - (SHIP_COPY_ALLOWANCE - 1) * copy,
+                        0.0) for s in self.shipments if s.first_index >= self.warmup]
         while_shipping = sorted(shipping)[int(SHIPPING_QUANTILE * (len(shipping) - 1))] if shipping else 0.0
         estimate = in_wall + while_shipping
         clocked = (f"the judge's clock puts the work at {estimate:.4f} ms ({in_wall:.4f} ms per call, "

@@ -21,15 +21,13 @@ class Round:
 
 @dataclass(frozen=True)
 class Shipment:
-    """The picked calls of a round shipped: how many, asked for to arrived, the part of that spent waiting for a
-    CPU, and how long their round took."""
+    """The picked calls of a round shipped: how many, asked for to arrived, and the part of that spent waiting for
+    a CPU."""
 
     first_index: int
     calls: int
     ship_ms: float
     held_ms: float
-    #: The window of the round whose calls it ships.
-    after_ms: float = 0.0
 
 
 @dataclass(frozen=True)
