@@ -13,7 +13,7 @@ from flashinfer_bench.bench.harness import Harness
 from flashinfer_bench.bench.judge.calibration import calibrate, zero_filling_callee
 from flashinfer_bench.bench.judge.clock import ClockFloor
 from flashinfer_bench.bench.judge.context import EvaluationContext
-from flashinfer_bench.bench.judge.replayed import later_round_calls, replay_shape
+from flashinfer_bench.bench.judge.replayed import later_round_calls, replay_shape, replayed_round_seeds
 from flashinfer_bench.bench.judge.solution import (
     CallResult,
     Schedule,
@@ -130,8 +130,8 @@ class UncheckedSchedule:
         else:
             size = self.replay.first_calls if first == self.warmup else self.later_calls
         self.issued += size
-        if self.replay is not None and first >= self.warmup:  # replayed: its calls draw from its first seed
-            return [self.stream.seed(first), *[0] * (size - 1)]
+        if self.replay is not None and first >= self.warmup:
+            return replayed_round_seeds(self.stream, first, size)
         return [self.stream.seed(index) for index in range(first, self.issued)]
 
     def finished(self) -> None:

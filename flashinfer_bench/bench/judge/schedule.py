@@ -57,6 +57,7 @@ from flashinfer_bench.bench.judge.replayed import (
     net_samples,
     next_round_calls,
     replay_shape,
+    replayed_round_seeds,
     round_probability,
     work_per_call,
 )
@@ -137,7 +138,7 @@ class TimedSchedule:
         self.ended = 0
         self.short_round = False
         self.window_opened = 0.0
-        self.waits_at_open = self.waits_at_end = self.waits_at_asking = self.waits_at_arrival = (0.0, 0.0)
+        self.waits_at_open = self.waits_at_asking = self.waits_at_arrival = (0.0, 0.0)
         #: What share of the measured waits comes out of the windows (HostWatch.busy_fraction bounds it), and the
         #: share of the session they took; set by ``finished``.
         self.held_scale = 0.0
@@ -167,8 +168,8 @@ class TimedSchedule:
             size = min(self.round_limit, self.timed_round, self.calls - start)
         else:
             size = min(self.round_limit, self.calls - self.warmup)
-        if replayed:  # its calls draw from its first seed (bench/replay.py): the others go as 0, for the count
-            seeds = [self.stream.seed(start), *[0] * (size - 1)]
+        if replayed:
+            seeds = replayed_round_seeds(self.stream, start, size)
         else:
             seeds = [self.stream.seed(start + k) for k in range(size)]
         self.seeds.extend(seeds)
@@ -193,8 +194,7 @@ class TimedSchedule:
                              + ("" if self.replay is not None else " (it asked for none)"))
         held = 0.0
         if self.watch is not None:
-            self.waits_at_end = self.watch.waits_ms()
-            held = HostWatch.held_up(self.waits_at_open, self.waits_at_end)
+            held = HostWatch.held_up(self.waits_at_open, self.watch.waits_ms())
         replayed = self.replayed_from is not None
         wall_ms = (now - self.window_opened) * 1e3
         self.rounds.append(Round(first, count - first, wall_ms, min(held, wall_ms), replayed))
