@@ -163,8 +163,7 @@ class HostWatch:
         """The calling thread's and the judge's thread's waits for a CPU so far (ms), cheap enough to read at
         every window's end. What comes out of a window is the two together (``held_up``): in a window each
         thread waits on the other (the judge sleeps while the calls run, the calling thread while a message is on
-        its way to it), so their waits for a CPU follow one another (a shipment on a busy 2-core machine: 2.6 ms
-        of the calling thread's and 8.0 ms of the judge's in a window of 10.6 ms). A window never gives up more
+        its way to it), so their waits for a CPU follow one another. A window never gives up more
         than its length, and a session no more than the time the worker's threads were not running or, where
         that is less, the judge's own waits (``busy_fraction``)."""
         judge = self.judge_thread.read()

@@ -61,7 +61,7 @@ from flashinfer_bench.bench.judge.replayed import (
     round_probability,
     work_per_call,
 )
-from flashinfer_bench.bench.judge.windows import Round, SessionLatency, Shipment
+from flashinfer_bench.bench.judge.windows import Round, SessionLatency, Shipment, log_windows
 from flashinfer_bench.bench.slot import total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.failures import CallFailed
@@ -88,9 +88,9 @@ SHIP_COPY_ALLOWANCE = 4.0
 #: Work while shipping is read from the shipments' lower quartile: what the judge cannot see of a host (a virtual
 #: CPU waking late) only lengthens a shipment, while work for a skipped call is in every shipment that carries one.
 SHIPPING_QUANTILE = 0.25
-#: A shipment after a long round takes longer, with no wait for a CPU in either thread: on this project's 2-core
-#: virtual machine one-call shipments took 0.13 ms after rounds under 3 ms and 0.65 ms after rounds of 5.4 ms
-#: (docs/measurements.md). This share of the timed rounds' median window is not read as work in a shipment: the
+#: A shipment after a long round takes longer, mostly with no wait for a CPU in either thread: on this project's
+#: quiet 2-core virtual machine the median one-call shipment took 0.32-0.35 ms after rounds under 1 ms and
+#: 0.66-0.73 ms after rounds over 3 ms (benchmarks/shipment_windows.py, docs/measurements.md). This share of the timed rounds' median window is not read as work in a shipment: the
 #: median, not the round before it, since lengthening a few rounds to widen it would not show in the work per call
 #: (a median over rounds too), while lengthening most of them shows there.
 SHIP_ROUND_SHARE = 0.1
@@ -115,7 +115,7 @@ class TimedSchedule:
     def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...], warmup: int, iterations: int,
                  probability: float, watch: HostWatch | None = None, exchange_ms: float = 0.0) -> None:
         self.ctx, self.probability = ctx, probability
-        self.stream = ctx.seed_stream(*purpose)
+        self.stream, self.purpose = ctx.seed_stream(*purpose), str(purpose[0])
         self.watch = watch
         self.started: HostReading | None = None
         self.warmup, self.calls = warmup, warmup + iterations
@@ -261,13 +261,13 @@ class TimedSchedule:
     def finished(self) -> None:
         """The loop is over: the waits measured in each window come out of it, as far as the session's bound on
         what the host held up allows."""
-        if self.watch is None or self.started is None or (ended := self.watch.read()) is None:
-            return
-        session_ms = (ended.at - self.started.at) * 1e3
-        bound_ms = HostWatch.busy_fraction(self.started, ended) * session_ms
-        held_ms = sum(r.held_ms for r in self.rounds) + sum(s.held_ms for s in self.shipments)
-        self.held_scale = min(1.0, bound_ms / held_ms) if held_ms > 0 else 0.0
-        self.busy_fraction = held_ms * self.held_scale / session_ms if session_ms > 0 else 0.0
+        if self.watch is not None and self.started is not None and (ended := self.watch.read()) is not None:
+            session_ms = (ended.at - self.started.at) * 1e3
+            bound_ms = HostWatch.busy_fraction(self.started, ended) * session_ms
+            held_ms = sum(r.held_ms for r in self.rounds) + sum(s.held_ms for s in self.shipments)
+            self.held_scale = min(1.0, bound_ms / held_ms) if held_ms > 0 else 0.0
+            self.busy_fraction = held_ms * self.held_scale / session_ms if session_ms > 0 else 0.0
+        log_windows(self.purpose, self.rounds, self.shipments, self.held_scale)
 
     def picked_inputs(self) -> Iterator[tuple[PickedCall, list[Any]]]:
         """Each picked call with its inputs, drawn again here one call at a time (judge/picked.py)."""

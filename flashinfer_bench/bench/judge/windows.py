@@ -1,9 +1,17 @@
 """The windows the judge clocks in a timing session (judge/schedule.py): each round of calls and each shipment of
-picked outputs; and what the judge makes of them (``SessionLatency``)."""
+picked outputs; and what the judge makes of them (``SessionLatency``).
+
+Where ``$FLASHINFER_BENCH_WINDOWS_FILE`` names a file, every session's windows are appended to it, one JSON line
+per session (``log_windows``); nothing when it is unset. benchmarks/shipment_windows.py reads it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import astuple, dataclass
+
+WINDOWS_FILE_ENV = "FLASHINFER_BENCH_WINDOWS_FILE"
 
 
 @dataclass(frozen=True)
@@ -51,3 +59,15 @@ class SessionLatency:
     clocked_ms: float = 0.0
     #: The timed calls the session made (its warm-up's not counted).
     timed_calls: int = 0
+
+
+def log_windows(purpose: str, rounds: Sequence[Round], shipments: Sequence[Shipment], held_scale: float) -> None:
+    """One session's windows as clocked (``purpose``: "calibration", "timed", ...), and the share of their waits
+    for a CPU that came out of them."""
+    path = os.environ.get(WINDOWS_FILE_ENV)
+    if not path:
+        return
+    line = json.dumps({"purpose": purpose, "held_scale": held_scale, "rounds": [astuple(r) for r in rounds],
+                       "shipments": [astuple(s) for s in shipments]})
+    with open(path, "a", encoding="utf-8") as log:
+        log.write(line + "\n")
