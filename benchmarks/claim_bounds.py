@@ -4,11 +4,12 @@ solutions of the same sizes keep their claims: on a quiet host and with a busy-l
 Builds a trace set of one elementwise definition whose solutions spend a set device time per call (a spin kernel
 of ``--sizes`` microseconds on a GPU, a host busy-wait on the CPU) before computing the outputs: for each size an
 honest solution, and a liar that does the same work and rewrites the timer's samples to 1/1000. Runs it through
-the persistent runner at the default settings (``--busy``: with a busy-loop process per core running meanwhile)
-and prints per size the honest latency (and whether its claim was believed), the liar's recorded latency and the
-liar's gain (honest / liar).
+the persistent runner at the default settings (``--busy``: with a busy-loop process per core running meanwhile;
+``--busy N``: N of them) and prints per size the honest latency (and whether its claim was believed), the liar's
+recorded latency, the judge's clock of the liar's work (what a refuted claim is raised towards) and the liar's
+gain (honest / liar).
 
-    python3 benchmarks/claim_bounds.py [--sizes 5,20,100] [--busy] [--workloads 2] [--json out.json]
+    python3 benchmarks/claim_bounds.py [--sizes 5,20,100] [--busy [N]] [--workloads 2] [--json out.json]
 """
 
 from __future__ import annotations
@@ -106,14 +107,14 @@ def run(root: Path) -> dict[str, list[tuple[float, bool, float]]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="5,20,100")
-    parser.add_argument("--busy", action="store_true", help="a busy-loop process per core during the run")
+    parser.add_argument("--busy", type=int, nargs="?", const=os.cpu_count() or 1, default=0, metavar="N",
+                        help="N busy-loop processes during the run (one per core where N is not given)")
     parser.add_argument("--workloads", type=int, default=2)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     root = make_trace_set(Path(tempfile.mkdtemp()), sizes, args.workloads)
-    loops = [multiprocessing.Process(target=busy_loop, daemon=True) for _ in range(os.cpu_count() or 1)] \
-        if args.busy else []
+    loops = [multiprocessing.Process(target=busy_loop, daemon=True) for _ in range(args.busy)]
     for loop in loops:
         loop.start()
     try:
@@ -122,8 +123,8 @@ def main() -> None:
         for loop in loops:
             loop.kill()
     rows = []
-    print(f"{'size':>6} {'honest ms':>10} {'clock ms':>9} {'believed':>9} {'liar ms':>10} {'believed':>9} "
-          f"{'liar gain':>10}"
+    print(f"{'size':>6} {'honest ms':>10} {'clock ms':>9} {'believed':>9} {'liar ms':>10} {'clock ms':>9} "
+          f"{'believed':>9} {'liar gain':>10}"
           f"   ({'busy host' if args.busy else 'quiet host'}, {len(loops)} busy loops)")
     for us in sizes:
         honest, liar = results.get(f"honest_{us}us", []), results.get(f"liar_{us}us", [])
@@ -133,11 +134,11 @@ def main() -> None:
         liar_ms = statistics.median(x[0] for x in liar)
         row = {"size_us": us, "honest_ms": honest_ms, "honest_clock_ms": statistics.median(h[2] for h in honest),
                "honest_believed": all(h[1] for h in honest),
-               "liar_ms": liar_ms, "liar_believed": any(x[1] for x in liar), "liar_gain": honest_ms / liar_ms}
+               "liar_ms": liar_ms, "liar_clock_ms": statistics.median(x[2] for x in liar),
+               "liar_believed": any(x[1] for x in liar), "liar_gain": honest_ms / liar_ms}
         rows.append(row)
         print(f"{us:>5}u {honest_ms:>10.4f} {row['honest_clock_ms']:>9.4f} {str(row['honest_believed']):>9} "
-              f"{liar_ms:>10.4f} "
-              f"{str(row['liar_believed']):>9} {row['liar_gain']:>9.2f}x")
+              f"{liar_ms:>10.4f} {row['liar_clock_ms']:>9.4f} {str(row['liar_believed']):>9} {row['liar_gain']:>9.2f}x")
     if args.json:
         args.json.write_text(json.dumps({"busy": args.busy, "rows": rows}, indent=1))
 

@@ -10,10 +10,12 @@ import functools
 import os
 import threading
 import time
-import weakref
 from dataclasses import dataclass
 
 import torch
+
+from flashinfer_bench.bench.schedstat import KeptSchedstat, read_schedstat
+from flashinfer_bench.bench.wire.judge_worker import Sent
 
 
 @dataclass(frozen=True)
@@ -82,46 +84,6 @@ def _cpu_time_ns(pid: int) -> int:
         return 0
 
 
-def _schedstat(path: str) -> tuple[int, int] | None:
-    """(running, waiting) ns of one thread, from its schedstat; None where the kernel does not keep it."""
-    try:
-        with open(path) as handle:
-            return _fields(handle.read())
-    except OSError:
-        return None
-
-
-def _fields(text: str | bytes) -> tuple[int, int] | None:
-    try:
-        fields = text.split()
-        return int(fields[0]), int(fields[1])
-    except (ValueError, IndexError):
-        return None
-
-
-class _KeptSchedstat:
-    """One thread's schedstat read again and again through one descriptor (``os.pread`` at offset 0 makes the
-    kernel write the file afresh): a few microseconds a reading, where opening the file costs ~20 (the judge
-    reads two at every window's end). The descriptor is closed when this object goes."""
-
-    def __init__(self, path: str) -> None:
-        try:
-            self.fd: int | None = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            self.fd = None
-        else:
-            weakref.finalize(self, os.close, self.fd)
-
-    def read(self) -> tuple[int, int] | None:
-        """(running, waiting) ns; None where the kernel does not keep it or the thread is gone."""
-        if self.fd is None:
-            return None
-        try:
-            return _fields(os.pread(self.fd, 256, 0))
-        except OSError:
-            return None
-
-
 class HostWatch:
     """How much a busy host held up a timing session: the time the thread that makes the solution's calls, and the
     judge's own thread, were ready to run but waited for a CPU (run-queue delay, /proc/<pid>/task/<tid>/schedstat).
@@ -136,8 +98,8 @@ class HostWatch:
 
     def __init__(self, worker_pid: int | None) -> None:
         self.worker_pid = worker_pid
-        self.judge_thread = _KeptSchedstat(f"/proc/self/task/{threading.get_native_id()}/schedstat")
-        self.calling_thread = (_KeptSchedstat(f"/proc/{worker_pid}/task/{worker_pid}/schedstat")
+        self.judge_thread = KeptSchedstat(f"/proc/self/task/{threading.get_native_id()}/schedstat")
+        self.calling_thread = (KeptSchedstat(f"/proc/{worker_pid}/task/{worker_pid}/schedstat")
                                if worker_pid is not None else None)
 
     def read(self) -> HostReading | None:
@@ -155,17 +117,15 @@ class HostWatch:
         except OSError:
             return None
         for tid in threads:
-            stat = _schedstat(f"/proc/{self.worker_pid}/task/{tid}/schedstat")
+            stat = read_schedstat(f"/proc/{self.worker_pid}/task/{tid}/schedstat")
             running += stat[0] if stat is not None else 0
         return HostReading(time.perf_counter(), worker[1], max(running, _cpu_time_ns(self.worker_pid)), judge[1])
 
     def waits_ms(self) -> tuple[float, float]:
         """The calling thread's and the judge's thread's waits for a CPU so far (ms), cheap enough to read at
-        every window's end. What comes out of a window is the two together (``held_up``): in a window each
-        thread waits on the other (the judge sleeps while the calls run, the calling thread while a message is on
-        its way to it), so their waits for a CPU follow one another. A window never gives up more
-        than its length, and a session no more than the time the worker's threads were not running or, where
-        that is less, the judge's own waits (``busy_fraction``)."""
+        every window's end. What comes out of a window is the two together, each only while the window waited on
+        it (``held_up``). A window never gives up more than its length, and a session no more than the time the
+        worker's threads were not running or, where that is less, the judge's own waits (``busy_fraction``)."""
         judge = self.judge_thread.read()
         if judge is None:
             return 0.0, 0.0
@@ -175,8 +135,21 @@ class HostWatch:
         return (worker[1] / 1e6 if worker is not None else 0.0), judge[1] / 1e6
 
     @staticmethod
-    def held_up(before: tuple[float, float], after: tuple[float, float]) -> float:
-        return max(after[0] - before[0], 0.0) + max(after[1] - before[1], 0.0)
+    def held_up(before: tuple[float, float], after: tuple[float, float], sent: Sent | None = None,
+                closed_at: float = 0.0) -> float:
+        """What a window gives up to a busy host: the calling thread's and the judge's waits for a CPU from
+        ``before`` to ``after`` (``waits_ms``), where the worker said when it sent its answer (``sent``), only
+        those that could have held the window up: the calling thread's until then, the judge's from then to
+        ``closed_at`` (``time.perf_counter``). Either thread may wait while the other works (the judge just after
+        sending, on a busy 2-core host for up to 11 ms of a 12 ms round of one 4 ms call; the calling thread just
+        after answering), and summed such waits took most of the work out of a window. What the worker says only
+        counts less: saying more than the judge measured changes nothing."""
+        worker, judge = after[0] - before[0], after[1] - before[1]
+        if sent is not None:
+            if sent.waited_ns is not None:
+                worker = min(worker, sent.waited_ns / 1e6 - before[0])
+            judge = min(judge, (closed_at - sent.at) * 1e3)
+        return max(worker, 0.0) + max(judge, 0.0)
 
     def judge_waiting_ms(self) -> float:
         stat = self.judge_thread.read()

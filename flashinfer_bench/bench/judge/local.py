@@ -26,6 +26,7 @@ from flashinfer_bench.bench.judge.solution import (
 from flashinfer_bench.bench.slot import Slot
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.failures import failure_of
+from flashinfer_bench.bench.wire.judge_worker import Sent
 
 
 class LocalSolution(SolutionHandle):
@@ -107,7 +108,7 @@ class UncheckedSchedule:
     def opening_round(self) -> list[int]:
         return self.next_round()
 
-    def on_ran(self, count: int, replay: bool = False) -> list[int]:
+    def on_ran(self, count: int, replay: bool = False, sent: Sent | None = None) -> list[int]:
         if count == self.warmup and not replay:
             self.replay = None  # calls one at a time: the rest in one round
         return []
@@ -119,7 +120,8 @@ class UncheckedSchedule:
     def asking(self) -> float:
         raise AssertionError("an unchecked schedule asks for no outputs")
 
-    arrived = asking
+    def arrived(self, sent: Sent | None = None) -> float:
+        raise AssertionError("an unchecked schedule asks for no outputs")
 
     def next_round(self) -> list[int]:
         first = self.issued

@@ -78,14 +78,14 @@ class RemoteSolution(SolutionHandle):
             if isinstance(message, More):
                 self.channel.send(Next(seeds=schedule.next_round()))
                 continue
-            picked = schedule.on_ran(message.count, message.replay)
+            picked = schedule.on_ran(message.count, message.replay, message.sent)
             asked_at = schedule.asking() if picked else 0.0
             # With none picked the next round's seeds go with the answer (the worker would ask for them at once).
             self.channel.send(Ship(indices=picked, seeds=schedule.next_round() if message.more and not picked
                                    else []))
             if picked:
                 shipped = self.channel.receive(Shipped)
-                arrived_at = schedule.arrived()
+                arrived_at = schedule.arrived(shipped.sent)
                 if list(shipped.indices) != picked:
                     raise WorkerGone(f"the worker broke the protocol: shipped calls {list(shipped.indices)[:8]}, "
                                      f"not {picked[:8]}")

@@ -18,10 +18,9 @@ same inputs and to copy the outputs (for replayed rounds: the exchange per round
 per call), what is left is the solution's work. A claim is not believed only where no honest solution makes it:
 
 - more time in all the timed calls together than their rounds took on the judge's clock (impossible);
-- work when the outputs are asked for (in the lower quartile of the shipments, beyond the floor,
-  ``SHIP_COPY_ALLOWANCE`` times the judge's own copy time per shipped call and ``SHIP_ROUND_SHARE`` of the round
-  before, by more than ``HOST_ALLOWANCE_MS`` and the claimed time): calls skipped, and only what had to be
-  shipped computed;
+- work when the outputs are asked for (in the shipments' lower quartile, beyond the floor, ``SHIP_COPY_ALLOWANCE``
+  times the judge's copy per call and ``SHIP_ROUND_SHARE`` of the median round, by more than ``HOST_ALLOWANCE_MS``
+  and the claim): calls skipped, and only what had to be shipped computed;
 - a claimed median under ``PLAUSIBLE_FRACTION`` of the work per call (the median over ``TIMED_ROUNDS`` rounds)
   less ``HOST_ALLOWANCE_MS`` (the host work an honest call may do around its kernels) and a margin for the clock's
   noise; for replayed rounds, whose windows are the device's time, under ``REPLAYED_PLAUSIBLE_FRACTION`` of it less
@@ -65,6 +64,7 @@ from flashinfer_bench.bench.judge.windows import Round, SessionLatency, Shipment
 from flashinfer_bench.bench.slot import total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.failures import CallFailed
+from flashinfer_bench.bench.wire.judge_worker import Sent
 from flashinfer_bench.data import EvaluationStatus
 
 #: A round holds at most this many calls, and at most as many as keep ``KEPT_BYTES`` of outputs (at least one).
@@ -88,11 +88,10 @@ SHIP_COPY_ALLOWANCE = 4.0
 #: Work while shipping is read from the shipments' lower quartile: what the judge cannot see of a host (a virtual
 #: CPU waking late) only lengthens a shipment, while work for a skipped call is in every shipment that carries one.
 SHIPPING_QUANTILE = 0.25
-#: A shipment after a long round takes longer, mostly with no wait for a CPU in either thread: on this project's
-#: quiet 2-core virtual machine the median one-call shipment took 0.32-0.35 ms after rounds under 1 ms and
-#: 0.66-0.73 ms after rounds over 3 ms (benchmarks/shipment_windows.py, docs/measurements.md). This share of the timed rounds' median window is not read as work in a shipment: the
-#: median, not the round before it, since lengthening a few rounds to widen it would not show in the work per call
-#: (a median over rounds too), while lengthening most of them shows there.
+#: A shipment after a long round takes longer, mostly with no wait for a CPU: on a quiet 2-core virtual machine the
+#: median one-call shipment took 0.32-0.35 ms after rounds under 1 ms, 0.66-0.73 ms after rounds over 3 ms
+#: (benchmarks/shipment_windows.py). This share of the timed rounds' median window is not read as work in one: the
+#: median, since lengthening a few rounds to widen it would not show in the work per call (a median over rounds too).
 SHIP_ROUND_SHARE = 0.1
 #: Claims summing to more than the timed rounds' wall time by this factor and this much per call are impossible.
 IMPOSSIBLE_FACTOR, IMPOSSIBLE_SLACK_MS = 1.05, 0.05
@@ -138,7 +137,8 @@ class TimedSchedule:
         self.ended = 0
         self.short_round = False
         self.window_opened = 0.0
-        self.waits_at_open = self.waits_at_asking = self.waits_at_arrival = (0.0, 0.0)
+        self.waits_at_open = self.waits_at_asking = (0.0, 0.0)
+        self.arrival_held = 0.0  # the waits taken out of the shipment that arrived last (``arrived``)
         #: What share of the measured waits comes out of the windows (HostWatch.busy_fraction bounds it), and the
         #: share of the session they took; set by ``finished``.
         self.held_scale = 0.0
@@ -178,9 +178,10 @@ class TimedSchedule:
         self.window_opened = time.perf_counter()
         return seeds
 
-    def on_ran(self, count: int, replay: bool = False) -> list[int]:
-        """Every call before ``count`` has ended (``replay``: the worker replays the calls after them): closes the
-        round's window and returns the indices of its calls picked for checking, in order."""
+    def on_ran(self, count: int, replay: bool = False, sent: Sent | None = None) -> list[int]:
+        """Every call before ``count`` has ended (``replay``: the worker replays the calls after them; ``sent``: when
+        the worker said so, HostWatch.held_up): closes the round's window and returns the indices of its calls
+        picked for checking, in order."""
         now = time.perf_counter()
         first = self.ended
         if self.short_round or not first < count <= len(self.seeds):
@@ -194,7 +195,7 @@ class TimedSchedule:
                              + ("" if self.replay is not None else " (it asked for none)"))
         held = 0.0
         if self.watch is not None:
-            held = HostWatch.held_up(self.waits_at_open, self.watch.waits_ms())
+            held = HostWatch.held_up(self.waits_at_open, self.watch.waits_ms(), sent, now)
         replayed = self.replayed_from is not None
         wall_ms = (now - self.window_opened) * 1e3
         self.rounds.append(Round(first, count - first, wall_ms, min(held, wall_ms), replayed))
@@ -220,20 +221,20 @@ class TimedSchedule:
             self.waits_at_asking = self.watch.waits_ms()
         return time.perf_counter()
 
-    def arrived(self) -> float:
-        """Now, as the outputs have arrived, before the judge copies them out: the shipment's window closes (its
-        waits read here, not after the copy: a wait there is in no window)."""
+    def arrived(self, sent: Sent | None = None) -> float:
+        """Now, as the outputs have arrived (``sent``: when the worker said they were), before the judge copies
+        them out: the shipment's window closes (its waits read here, not after the copy: a wait there is in no
+        window)."""
+        now = time.perf_counter()
         if self.watch is not None:
-            self.waits_at_arrival = self.watch.waits_ms()
-        return time.perf_counter()
+            self.arrival_held = HostWatch.held_up(self.waits_at_asking, self.watch.waits_ms(), sent, now)
+        return now
 
     def on_shipped(self, outputs: Sequence[tuple[torch.Tensor, ...]], indices: Sequence[int], asked_at: float,
                    arrived_at: float) -> None:
         """The outputs of the picked calls ``indices`` of the round just ended, asked for and arrived at these
         ``time.perf_counter()`` times (``asking``, ``arrived``)."""
-        held = 0.0
-        if self.watch is not None:
-            held = HostWatch.held_up(self.waits_at_asking, self.waits_at_arrival)
+        held = self.arrival_held
         ship_ms = (arrived_at - asked_at) * 1e3
         self.shipments.append(Shipment(indices[0], len(indices), ship_ms, min(held, ship_ms)))
         self.picked.extend(PickedCall(index, self._key(index), call_outputs)

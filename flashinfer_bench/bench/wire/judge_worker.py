@@ -125,6 +125,16 @@ class Called(_Message):
     wrote: list[Annotated[str, Field(max_length=256)]] = Field(max_length=1024)
 
 
+class Sent(_Message):
+    """The moment the worker sent an answer that closes one of the judge's windows (``Ran``, ``Shipped``): its
+    clock then (``time.perf_counter``: CLOCK_MONOTONIC, which the judge's reads too) and its calling thread's waits
+    for a CPU so far (schedstat ns; None where it cannot read them). The solution's word: the judge takes it only
+    as a cap on what a busy host's waits take out of the window (judge/clock.py ``HostWatch.held_up``)."""
+
+    at: float = Field(ge=0, allow_inf_nan=False)
+    waited_ns: int | None = Field(default=None, ge=0, le=1 << 63)
+
+
 class Ran(_Message):
     """Every call before ``count`` has ended (a round is over); ``more``: the worker makes more calls (its planned
     calls are not all made), so a ``Ship`` that picks none brings the next round's seeds; ``replay``: see below."""
@@ -134,6 +144,7 @@ class Ran(_Message):
     more: bool = False
     #: The calls after these are replayed from a CUDA graph (bench/replay.py), as ``Time`` asked.
     replay: bool = False
+    sent: Sent | None = None
 
 
 class More(_Message):
@@ -145,6 +156,7 @@ class More(_Message):
 class Shipped(_Message):
     op: Literal["shipped"] = "shipped"
     indices: list[Annotated[int, Field(ge=0)]] = Field(max_length=1 << 16)
+    sent: Sent | None = None
 
 
 class Timed(_Message):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -26,6 +27,7 @@ from flashinfer_bench.bench.process_setup import (
     release_forkserver,
 )
 from flashinfer_bench.bench.replay import ReplayShape
+from flashinfer_bench.bench.schedstat import KeptSchedstat
 from flashinfer_bench.bench.slot import Slot
 from flashinfer_bench.bench.wire.failures import CallFailed, failure_of
 from flashinfer_bench.bench.wire.judge_worker import (
@@ -41,6 +43,7 @@ from flashinfer_bench.bench.wire.judge_worker import (
     Next,
     Ran,
     Ready,
+    Sent,
     Ship,
     Shipped,
     Stop,
@@ -61,6 +64,8 @@ class WireExchange:
         self.channel = channel
         #: The next round's seeds, where the judge sent them with the picks of the round before.
         self.ready: list[int] = []
+        #: This thread's scheduler times: the harness makes the calls, and calls these methods, from it.
+        self.calling_thread = KeptSchedstat("/proc/thread-self/schedstat")
 
     def more(self) -> list[int]:
         if self.ready:
@@ -70,13 +75,19 @@ class WireExchange:
         return list(self._answer(Next).seeds)
 
     def ran(self, count: int, more: bool, replay: bool = False) -> list[int]:
-        self.channel.send(Ran(count=count, more=more, replay=replay))
+        self.channel.send(Ran(count=count, more=more, replay=replay, sent=self._sent()))
         ship = self._answer(Ship)
         self.ready = list(ship.seeds)
         return list(ship.indices)
 
     def shipped(self, indices: list[int]) -> None:
-        self.channel.send(Shipped(indices=indices))
+        self.channel.send(Shipped(indices=indices, sent=self._sent()))
+
+    def _sent(self) -> Sent:
+        """Now, and the calling thread's waits for a CPU so far: what the judge counts of a busy host's waits in
+        the window this answer closes ends here (judge/clock.py HostWatch.held_up)."""
+        times = self.calling_thread.read()
+        return Sent(at=time.perf_counter(), waited_ns=times[1] if times is not None else None)
 
     def _answer(self, expected: type[_Answer]) -> _Answer:
         answer = self.channel.receive()

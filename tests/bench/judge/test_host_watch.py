@@ -4,8 +4,12 @@ while the worker's threads were not running is the host's, not the call's."""
 import os
 import threading
 import time
+from multiprocessing import Pipe
+
+import pytest
 
 from flashinfer_bench.bench.judge.clock import HostReading, HostWatch, calling_process
+from flashinfer_bench.bench.wire.judge_worker import Ran, Sent, WorkerChannel, WorkerGone
 
 MS = 1_000_000  # ns
 
@@ -18,14 +22,35 @@ def test_a_calling_thread_that_waited_for_a_cpu_is_the_hosts_share():
     start = reading(0, 0, 0)
     # 100 ms: the calls ran 40 ms and waited 60 ms for a CPU.
     assert HostWatch.busy_fraction(start, reading(100, 60, 40)) == 0.6
-    # The judge's own waits count too (each thread waits on the other in a window, so their waits follow one
-    # another), but never more than the time the worker's threads were not running (waits while they ran overlap
+    # The judge's own waits count too (in a window each thread mostly waits on the other), but never more than the time the worker's threads were not running (waits while they ran overlap
     # work), unless the judge's own waits alone were more (threads of the worker may run side by side).
     assert HostWatch.busy_fraction(start, reading(100, 20, 60, judge_ms=15)) == 0.35
     assert HostWatch.busy_fraction(start, reading(100, 20, 70, judge_ms=15)) == 0.3
     assert HostWatch.busy_fraction(start, reading(100, 20, 80, judge_ms=30)) == 0.3
     assert HostWatch.busy_fraction(start, reading(100, 0, 180, judge_ms=10)) == 0.1
     assert HostWatch.held_up((1.0, 5.0), (4.0, 6.0)) == 4.0 and HostWatch.held_up((1.0, 5.0), (1.0, 5.0)) == 0.0
+
+
+def test_only_the_waits_that_could_hold_a_window_up_come_out_of_it():
+    """Where the worker said when it answered: the calling thread's waits after that overlap the judge's, and the
+    judge's before it overlap the calls; neither lengthened the window."""
+    # Opened at waits of 1 ms (calling thread) and 5 ms (judge); closed at 4 and 16 ms, at 20 ms on the clock; the
+    # worker answered at 12 ms, its thread having waited 2 ms by then.
+    assert HostWatch.held_up((1.0, 5.0), (4.0, 16.0), Sent(at=0.012, waited_ns=2 * MS), 0.020) == pytest.approx(9.0)
+    # Saying more than the judge measured, or an earlier answer, counts no more than the waits measured.
+    assert HostWatch.held_up((1.0, 5.0), (4.0, 16.0), Sent(at=0.0, waited_ns=90 * MS), 0.020) == pytest.approx(14.0)
+    # Where the worker could not read its waits, all the calling thread's measured ones count.
+    assert HostWatch.held_up((1.0, 5.0), (4.0, 16.0), Sent(at=0.019), 0.020) == pytest.approx(4.0)
+
+
+@pytest.mark.parametrize("sent", ['{"at": 1e999}', '{"at": -1.0}', '{"at": 1.0, "waited_ns": 1' + "0" * 400 + "}",
+                                  '{"at": 1.0, "waited_ns": -5}', '{"at": "soon"}'])
+def test_what_the_worker_says_of_its_answer_is_parsed_strictly(sent):
+    """A time or a wait no clock reads is a broken protocol, not a figure the judge computes with."""
+    judge_end, worker_end = Pipe()
+    worker_end.send_bytes(b'{"op": "ran", "count": 1, "sent": ' + sent.encode() + b"}")
+    with pytest.raises(WorkerGone, match="broke the protocol"):
+        WorkerChannel(judge_end).receive(Ran)
 
 
 def test_waiting_while_other_threads_of_the_worker_run_is_no_ones_share_but_the_solutions():

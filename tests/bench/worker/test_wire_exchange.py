@@ -1,5 +1,9 @@
 """The worker's side of a timing loop's exchange with the judge (worker/main.py WireExchange)."""
 
+import threading
+import time
+
+from flashinfer_bench.bench.schedstat import read_schedstat
 from flashinfer_bench.bench.wire.judge_worker import Next, Ship
 from flashinfer_bench.bench.worker.main import WireExchange
 
@@ -28,3 +32,19 @@ def test_a_round_with_no_calls_picked_brings_the_next_rounds_seeds_unasked():
     assert exchange.ran(5, more=False) == [] and exchange.more() == [8]  # a batch measured again: asked for
     assert [(m.op, getattr(m, "more", None)) for m in channel.sent] == [
         ("ran", True), ("ran", True), ("shipped", None), ("more", None), ("ran", False), ("more", None)]
+
+
+def test_an_answer_that_closes_a_window_says_when_it_was_sent_and_how_long_the_thread_had_waited():
+    """What the judge counts of a busy host's waits in a window ends where the worker answered (judge/clock.py
+    HostWatch.held_up): its clock is the judge's (CLOCK_MONOTONIC) and its waits this thread's own schedstat."""
+    channel = Channel(Ship(indices=[1]))
+    exchange = WireExchange(channel)
+    before = time.perf_counter()
+    exchange.ran(2, more=False)
+    exchange.shipped([1])
+    after = time.perf_counter()
+    own = read_schedstat(f"/proc/self/task/{threading.get_native_id()}/schedstat")
+    assert own is not None
+    for message in channel.sent:
+        assert before <= message.sent.at <= after
+        assert message.sent.waited_ns is not None and 0 <= message.sent.waited_ns <= own[1]
