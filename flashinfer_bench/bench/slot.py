@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -189,12 +189,14 @@ class Slot:
             offset += count
         return offset
 
-    def read(self, offset: int, layouts: Sequence[TensorLayout], device: str) -> tuple[list[torch.Tensor], int]:
-        """Private copies of the tensors ``layouts`` describe, from ``offset`` on, and the offset after them."""
+    def read(self, offset: int, layouts: Sequence[TensorLayout], device: str,
+             into: Callable[[int], torch.Tensor] | None = None) -> tuple[list[torch.Tensor], int]:
+        """Private copies of the tensors ``layouts`` describe, from ``offset`` on, and the offset after them;
+        ``into``: where the bytes go (given their count, host uint8; fresh memory where None)."""
         count = total_bytes(layouts)
         if offset + count > self.size:
             raise ValueError("the judge's buffer is smaller than the outputs it should hold")
-        raw = torch.empty(count, dtype=torch.uint8)
+        raw = into(count) if into is not None else torch.empty(count, dtype=torch.uint8)
         if count:
             ctypes.memmove(raw.data_ptr(), self.bytes.data_ptr() + offset, count)
         return [tensor.to(device) for tensor in from_bytes(raw, layouts)], offset + count

@@ -38,6 +38,7 @@ def calibrate(ctx: EvaluationContext, noop: SolutionHandle) -> ClockFloor:
     noop.time(calls, warmup, schedule)
     for _ in schedule.picked_inputs():  # the judge's own draw times, to subtract
         pass
+    schedule.release()
     floor = schedule.floor()
     replay = replay_shape(ctx, 1, CALIBRATION_PICK_PROBABILITY)
     if replay is None:

@@ -75,7 +75,7 @@ class LocalSolution(SolutionHandle):
 
             def shipped(self, indices: list[int]) -> None:
                 arrived_at = schedule.arrived()
-                outputs, _ = read_outputs(slot, layouts, len(indices), "cpu")
+                outputs, _ = read_outputs(slot, layouts, len(indices), "cpu", schedule.keep)
                 schedule.on_shipped(outputs, indices, self.asked_at, arrived_at)
 
         try:
@@ -121,6 +121,9 @@ class UncheckedSchedule:
         raise AssertionError("an unchecked schedule asks for no outputs")
 
     def arrived(self, sent: Sent | None = None) -> float:
+        raise AssertionError("an unchecked schedule asks for no outputs")
+
+    def keep(self, nbytes: int) -> torch.Tensor:
         raise AssertionError("an unchecked schedule asks for no outputs")
 
     def next_round(self) -> list[int]:

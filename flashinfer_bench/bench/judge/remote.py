@@ -91,7 +91,7 @@ class RemoteSolution(SolutionHandle):
                                      f"not {picked[:8]}")
                 # Host copies only: the checks run after the loop, so the judge puts no work on the device
                 # between the solution's calls.
-                outputs, _ = read_outputs(slot, layouts, len(picked), "cpu")
+                outputs, _ = read_outputs(slot, layouts, len(picked), "cpu", schedule.keep)
                 schedule.on_shipped(outputs, picked, asked_at, arrived_at)
 
 

@@ -43,6 +43,7 @@ from typing import Any
 import torch
 
 from flashinfer_bench.bench.inputs import DrawAt, InputKey
+from flashinfer_bench.bench.judge.arena import HostArena, give_back, lease
 from flashinfer_bench.bench.judge.clock import ClockFloor, HostReading, HostWatch, copy_out_ms
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.picked import PickedCall, PickedCallCheck, Verdict, draw_again, judge_calls
@@ -100,8 +101,7 @@ IMPOSSIBLE_FACTOR, IMPOSSIBLE_SLACK_MS = 1.05, 0.05
 NOTED_BUSY_FRACTION = 0.1
 
 
-def round_calls(ctx: EvaluationContext) -> int:
-    """How many calls a round of this evaluation holds at most (see ``KEPT_BYTES``)."""
+def round_calls(ctx: EvaluationContext) -> int:  # the most calls a round of this evaluation holds (``KEPT_BYTES``)
     return min(ROUND_CALLS, kept_calls(ctx))
 
 
@@ -120,8 +120,7 @@ class TimedSchedule:
         self.warmup, self.calls = warmup, warmup + iterations
         #: The most calls a round holds, and so the most outputs one shipment carries.
         self.round_limit = round_calls(ctx)
-        self.timed_round = max(1, -(-iterations // TIMED_ROUNDS))
-        self.iterations = iterations
+        self.iterations, self.timed_round = iterations, max(1, -(-iterations // TIMED_ROUNDS))
         self.replay = replay_shape(ctx, warmup, probability)
         #: What a replayed round's window holds beyond its replay (ClockFloor.replay_round_ms), to size rounds.
         self.exchange_ms = exchange_ms
@@ -132,17 +131,16 @@ class TimedSchedule:
         self.rounds: list[Round] = []
         self.shipments: list[Shipment] = []
         self.picked: list[PickedCall] = []
+        self.arena: HostArena | None = None  # where the picked calls' outputs are kept (``keep``)
         self.draw_ms: list[float] = []
         #: Calls reported ended so far; a round that ended before using all its seeds must be the last.
-        self.ended = 0
-        self.short_round = False
+        self.ended, self.short_round = 0, False
         self.window_opened = 0.0
         self.waits_at_open = self.waits_at_asking = (0.0, 0.0)
         self.arrival_held = 0.0  # the waits taken out of the shipment that arrived last (``arrived``)
         #: What share of the measured waits comes out of the windows (HostWatch.busy_fraction bounds it), and the
         #: share of the session they took; set by ``finished``.
-        self.held_scale = 0.0
-        self.busy_fraction = 0.0
+        self.held_scale = self.busy_fraction = 0.0
 
     def opening_round(self) -> list[int]:
         """The first round's seeds; its window opens now."""
@@ -274,20 +272,32 @@ class TimedSchedule:
         """Each picked call with its inputs, drawn again here one call at a time (judge/picked.py)."""
         return ((call, draw_again(self.ctx, call, self.draw_ms, self.watch)) for call in self.picked)
 
+    def keep(self, nbytes: int) -> torch.Tensor:
+        """Host memory for ``nbytes`` of shipped outputs, theirs until they are judged (judge/arena.py)."""
+        self.arena = self.arena or lease()
+        return self.arena.take(nbytes)
+
     def judge_picked(self, check: PickedCallCheck) -> Verdict | None:
-        """The first failing verdict among the picked calls, or None (judge/picked.py ``judge_calls``)."""
-        return judge_calls(self.ctx, self.picked, self.draw_ms, self.watch, check)
+        """The first failing verdict among the picked calls, or None (judge/picked.py ``judge_calls``); their
+        outputs' memory then serves the next session."""
+        verdict = judge_calls(self.ctx, self.picked, self.draw_ms, self.watch, check)
+        self.release()
+        return verdict
+
+    def release(self) -> None:
+        """The picked calls are done with: their outputs' memory serves the next session (judge/arena.py)."""
+        self.picked, arena, self.arena = [], self.arena, None
+        if arena is not None:
+            give_back(arena)
 
     @property
-    def copy_ms(self) -> float:
-        """The judge's own time to copy one call's outputs."""
+    def copy_ms(self) -> float:  # the judge's own time to copy one call's outputs
         return copy_out_ms(total_bytes(self.ctx.output_layouts), self.ctx.device)
 
     def _draw_ms(self) -> float:
         return median(self.draw_ms) if self.draw_ms else 0.0
 
-    def _timed_rounds(self) -> list[Round]:
-        """The rounds of timed calls (every round, if none was timed)."""
+    def _timed_rounds(self) -> list[Round]:  # the rounds of timed calls (every round, if none was timed)
         return [r for r in self.rounds if r.first >= self.warmup] or self.rounds
 
     def _work_per_call(self, round_: Round, draw: float) -> float:
@@ -295,12 +305,10 @@ class TimedSchedule:
         return (round_.wall_ms - round_.held_ms * self.held_scale) / round_.calls - draw
 
     def _shipping_ms(self, shipment: Shipment, round_share_ms: float) -> float:
-        """A shipment's time, less what the host held it up, the judge's own copy of the calls shipped and what a
-        host waking from a round adds (``round_share_ms``)."""
+        """A shipment's time, less the host's waits, the judge's own copy of the calls and ``round_share_ms``."""
         return shipment.ship_ms - shipment.held_ms * self.held_scale - shipment.calls * self.copy_ms - round_share_ms
 
-    def _round_share_ms(self) -> float:
-        """``SHIP_ROUND_SHARE`` of the timed rounds' median window."""
+    def _round_share_ms(self) -> float:  # ``SHIP_ROUND_SHARE`` of the timed rounds' median window
         return SHIP_ROUND_SHARE * median(r.wall_ms for r in self._timed_rounds()) if self.rounds else 0.0
 
     def floor(self) -> ClockFloor:
@@ -314,8 +322,7 @@ class TimedSchedule:
         return ClockFloor(max(per_call, 0.0), max(ship, 0.0))
 
     @property
-    def replayed(self) -> bool:
-        """Whether the worker said it replays the calls after its warm-up (the rounds from then on)."""
+    def replayed(self) -> bool:  # whether the worker said it replays the calls after its warm-up
         return self.replayed_from is not None
 
     def replay_round_floor(self, claim: TimingClaim) -> float:
@@ -329,11 +336,7 @@ class TimedSchedule:
         samples = claim.samples_ms
         timed = self._timed_rounds()
         timed_calls = sum(r.calls for r in timed)
-        if not samples or len(samples) > timed_calls or not all(0.0 < s < float("inf") for s in samples) \
-                or not all(0.0 <= s < float("inf") for s in claim.setup_ms):
-            raise CallFailed(EvaluationStatus.RUNTIME_ERROR,
-                             f"the solution's process reported {len(samples)} timing samples for {timed_calls} "
-                             "timed calls, or samples that are not positive and finite")
+        claim.check_samples(timed_calls)
         claimed_total = sum(samples) + sum(claim.setup_ms[-len(samples):])
         replayed, harness = self._replayed_rounds(), 0.0
         if self.replay is not None and replayed:

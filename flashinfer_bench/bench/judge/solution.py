@@ -9,7 +9,7 @@ timing, tests of the evaluators' logic) use ``LocalSolution`` (judge/local.py), 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -51,6 +51,7 @@ class Schedule(Protocol):
     def on_ran(self, count: int, replay: bool = False, sent: Sent | None = None) -> list[int]: ...
     def asking(self) -> float: ...
     def arrived(self, sent: Sent | None = None) -> float: ...
+    def keep(self, nbytes: int) -> torch.Tensor: ...
     def on_shipped(self, outputs: Sequence[tuple[torch.Tensor, ...]], indices: Sequence[int], asked_at: float,
                    arrived_at: float) -> None: ...
     def next_round(self) -> list[int]: ...
@@ -67,13 +68,13 @@ def call_slot_bytes(ctx: EvaluationContext, repeat: int, return_inputs: Sequence
             + total_bytes(input_layouts(ctx.definition, ctx.workload, return_inputs)))
 
 
-def read_outputs(slot: Slot, layouts: list[TensorLayout], calls: int, device: str
-                 ) -> tuple[list[tuple[torch.Tensor, ...]], int]:
+def read_outputs(slot: Slot, layouts: list[TensorLayout], calls: int, device: str,
+                 into: Callable[[int], torch.Tensor] | None = None) -> tuple[list[tuple[torch.Tensor, ...]], int]:
     """The outputs of ``calls`` calls, one after the other from the buffer's start, as private tensors on
-    ``device``; and where they end."""
+    ``device`` (``into``: Slot.read); and where they end."""
     outputs, offset = [], 0
     for _ in range(calls):
-        tensors, offset = slot.read(offset, layouts, device)
+        tensors, offset = slot.read(offset, layouts, device, into)
         outputs.append(tuple(tensors))
     return outputs, offset
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from flashinfer_bench.bench.wire.failures import CallFailed
+from flashinfer_bench.data import EvaluationStatus
+
 
 @dataclass(frozen=True)
 class TimingClaim:
@@ -23,6 +26,16 @@ class TimingClaim:
     cache_policy: str = "warm"
     #: Whether the samples are replays of a captured CUDA graph.
     cuda_graph: bool = False
+
+    def check_samples(self, timed_calls: int) -> None:
+        """Raises CallFailed (RUNTIME_ERROR) unless there are 1 to ``timed_calls`` samples, each positive and
+        finite, and the setups' times are finite and not negative."""
+        if not self.samples_ms or len(self.samples_ms) > timed_calls \
+                or not all(0.0 < s < float("inf") for s in self.samples_ms) \
+                or not all(0.0 <= s < float("inf") for s in self.setup_ms):
+            raise CallFailed(EvaluationStatus.RUNTIME_ERROR,
+                             f"the solution's process reported {len(self.samples_ms)} timing samples for "
+                             f"{timed_calls} timed calls, or samples that are not positive and finite")
 
     def conditions(self) -> dict[str, object]:
         """The conditions a trace records beside the latency (``performance.extra``)."""
