@@ -5,8 +5,10 @@ A copy into memory no one has touched yet pays a page fault per page. Whether a 
 depends on what the allocator kept of earlier ones: on this project's 2-core virtual machine, copying a session's
 8 picked outputs of 4 MB took 23-32 ms in some processes and 3.8-4.7 ms in others, into an arena 4.1-6.3 ms in
 all (benchmarks/shipment_copies.py, docs/measurements.md). Copying shipped outputs out took the judge 5.8 s of CPU
-over the real dataset on an H100 host. An arena is leased for a session (``lease``) and handed back once its outputs are judged
-(``give_back``); nothing may hold a view of it after that, as the next session writes over it.
+over the real dataset on an H100 host.
+
+An arena is leased for a session (``lease``) and handed back once its outputs are judged (``give_back``); nothing
+may hold a view of it after that, as the next session writes over it.
 """
 
 from __future__ import annotations

@@ -22,8 +22,9 @@ def test_a_calling_thread_that_waited_for_a_cpu_is_the_hosts_share():
     start = reading(0, 0, 0)
     # 100 ms: the calls ran 40 ms and waited 60 ms for a CPU.
     assert HostWatch.busy_fraction(start, reading(100, 60, 40)) == 0.6
-    # The judge's own waits count too (in a window each thread mostly waits on the other), but never more than the time the worker's threads were not running (waits while they ran overlap
-    # work), unless the judge's own waits alone were more (threads of the worker may run side by side).
+    # The judge's own waits count too (in a window each thread mostly waits on the other), but never more than
+    # the time the worker's threads were not running (waits while they ran overlap work), unless the judge's own
+    # waits alone were more (threads of the worker may run side by side).
     assert HostWatch.busy_fraction(start, reading(100, 20, 60, judge_ms=15)) == 0.35
     assert HostWatch.busy_fraction(start, reading(100, 20, 70, judge_ms=15)) == 0.3
     assert HostWatch.busy_fraction(start, reading(100, 20, 80, judge_ms=30)) == 0.3
