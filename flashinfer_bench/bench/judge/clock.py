@@ -141,8 +141,8 @@ class HostWatch:
         ``before`` to ``after`` (``waits_ms``), where the worker said when it sent its answer (``sent``), only
         those that could have held the window up: the calling thread's until then, the judge's from then to
         ``closed_at`` (``time.perf_counter``). Either thread may wait while the other works (the judge just after
-        sending, on a busy 2-core host for up to 11 ms of a 12 ms round of one 4 ms call; the calling thread just
-        after answering), and summed such waits took most of the work out of a window. What the worker says only
+        sending, the calling thread just after answering), and summed such waits took most of a 4 ms call's work
+        out of its rounds on a busy 2-core host (docs/measurements.md). What the worker says only
         counts less: saying more than the judge measured changes nothing."""
         worker, judge = after[0] - before[0], after[1] - before[1]
         if sent is not None:

@@ -232,9 +232,8 @@ class TimedSchedule:
                    arrived_at: float) -> None:
         """The outputs of the picked calls ``indices`` of the round just ended, asked for and arrived at these
         ``time.perf_counter()`` times (``asking``, ``arrived``)."""
-        held = self.arrival_held
         ship_ms = (arrived_at - asked_at) * 1e3
-        self.shipments.append(Shipment(indices[0], len(indices), ship_ms, min(held, ship_ms)))
+        self.shipments.append(Shipment(indices[0], len(indices), ship_ms, min(self.arrival_held, ship_ms)))
         self.picked.extend(PickedCall(index, self._key(index), call_outputs)
                            for index, call_outputs in zip(indices, outputs, strict=True))
 

@@ -1,6 +1,7 @@
 """Host memory for shipped outputs, reused from session to session (judge/arena.py)."""
 
 import torch
+from helpers import SCALE_ADD, evaluation_context
 
 from flashinfer_bench.bench.judge import arena as arenas
 from flashinfer_bench.bench.judge.arena import ALIGN, HostArena, give_back, lease
@@ -62,17 +63,13 @@ class NoCheck:
 
 def test_a_session_hands_its_arena_back_once_its_picked_calls_are_judged(monkeypatch):
     from flashinfer_bench.bench.config import ResolvedEvalConfig
-    from flashinfer_bench.bench.judge.context import EvaluationContext
     from flashinfer_bench.bench.judge.schedule import TimedSchedule
     from flashinfer_bench.data import Definition, Workload
 
     monkeypatch.setattr(arenas, "_free", [])
-    definition = Definition.model_validate({
-        "name": "scale", "op_type": "elementwise", "axes": {"n": {"type": "var"}},
-        "inputs": {"x": {"shape": ["n"], "dtype": "float32"}}, "outputs": {"out": {"shape": ["n"], "dtype": "float32"}},
-        "reference": "def run(x):\n    return x * 2\n"})
     config = ResolvedEvalConfig(warmup_runs=1, iterations=4, num_trials=1, rtol=1e-2, atol=1e-2)
-    ctx = EvaluationContext(definition, Workload(uuid="w", axes={"n": 4}, inputs={}), config, "cpu", None, 1)
+    ctx = evaluation_context(Definition.model_validate(SCALE_ADD), Workload(uuid="w", axes={"n": 4}, inputs={}),
+                             config)
     schedule = TimedSchedule(ctx, ("timed", 0), 1, 4, 0.5)
     where = schedule.keep(16).data_ptr()
     assert schedule.judge_picked(NoCheck()) is None
