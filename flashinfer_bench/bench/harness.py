@@ -30,7 +30,7 @@ from flashinfer_bench.bench.calling import (
     take_values,
 )
 from flashinfer_bench.bench.inputs import InputPlan
-from flashinfer_bench.bench.replay import ReplayedCalls, ReplayShape
+from flashinfer_bench.bench.replay import ReplayedCalls, ReplayShape, graph_sizes
 from flashinfer_bench.bench.slot import Slot, TensorLayout, output_layouts, output_mismatch, total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.failures import CallFailed
@@ -133,36 +133,40 @@ class Harness:
                 return self._time_replayed(replays, replay, warmup, seeds, exchange, slot, keep_outputs)
         return self._time_each(iterations, warmup, seeds, exchange, slot, keep_outputs)
 
-    def _replays(self, replay: ReplayShape, keep_outputs: bool) -> Replays | None:
+    def _replays(self, replay: ReplayShape, keep_outputs: bool) -> tuple[TimedCall, ReplayedCalls] | None:
         """The call this harness replays and its graphs (kept for the next sessions), the first round's captured;
         None where the calls cannot be replayed: the plan's draws need the host, the callee has a setup (it runs per
         call, for the values drawn), or the capture failed (and is not tried again)."""
-        if keep_outputs not in self._replayed:
+        key = (keep_outputs, replay.most_calls)
+        if key not in self._replayed:
             replays = None
             if self.plan.replay_obstacle is None and setup_of(self.callee) is None:
                 timed = TimedCall(self.callee, self.definition, self.workload, self.inputs(0), self.device)
-                replays = Replays(self.plan, timed, self.layouts, keep_outputs)
+                replayed = ReplayedCalls(self.plan, timed.inputs, timed.call,
+                                         timed.latest if keep_outputs else None, self.layouts, replay.most_calls)
                 try:
-                    replays.graph(replay.first_calls)
+                    for size in set(graph_sizes(replay.first_calls)):
+                        replayed.graph(size)
+                    replays = timed, replayed
                 except GraphCaptureFailed:
-                    replays = None
-            self._replayed[keep_outputs] = replays
-        return self._replayed[keep_outputs]
+                    pass
+            self._replayed[key] = replays
+        return self._replayed[key]
 
     @cached_property
-    def _replayed(self) -> dict[bool, Replays | None]:
+    def _replayed(self) -> dict[tuple[bool, int], tuple[TimedCall, ReplayedCalls] | None]:
         return {}
 
-    def _time_replayed(self, replays: Replays, replay: ReplayShape, warmup: int, seeds: Sequence[int],
-                       exchange: Exchange, slot: Slot, keep_outputs: bool) -> TimingClaim:
-        """The warm-up calls one at a time on their own seeds, then ``replay.rounds`` rounds of one replay each,
-        seeded with the seed of the round's first call (its calls' inputs: ``DrawAt(seed, k)``; a round of a size
-        not seen before has its graph captured first, inside its window, which only makes that round longer: the
-        judge takes the work from the shortest, judge/replayed.py); a sample is a round's time per call, the
-        harness's own device work in it included (the judge takes out its own measure of that work). The last
-        warm-up round's end tells the judge that replays follow."""
+    def _time_replayed(self, replays: tuple[TimedCall, ReplayedCalls], replay: ReplayShape, warmup: int,
+                       seeds: Sequence[int], exchange: Exchange, slot: Slot, keep_outputs: bool) -> TimingClaim:
+        """The warm-up calls one at a time on their own seeds, then ``replay.rounds`` replayed rounds, each seeded
+        with the seed of the round's first call (its calls' inputs: ``DrawAt(seed, k)``; a round whose graph was not
+        captured yet has it captured first, inside its window, which only makes that round longer: the judge takes
+        the work from the shortest, judge/replayed.py); a sample is a round's time per call, the harness's own
+        device work in it included (the judge takes out its own measure of that work). The last warm-up round's end
+        tells the judge that replays follow."""
         slot.reserve(max(len(seeds), replay.most_calls) * total_bytes(self.layouts))
-        timed = replays.timed
+        timed, replayed = replays
         pending = deque(seeds)
         kept: list[tuple[Any, ...]] = []
         begun = reported = 0
@@ -186,8 +190,7 @@ class Harness:
             if len(round_seeds) > replay.most_calls:
                 raise RuntimeError(f"the judge sent a round of {len(round_seeds)} calls to replay, more than "
                                    f"{replay.most_calls}")
-            replayed = replays.graph(len(round_seeds))
-            replayed.run(round_seeds[0])
+            replayed.run(round_seeds[0], len(round_seeds))
             replayed.wait()
             first, begun = begun, begun + len(round_seeds)
             self._answer(exchange.ran(begun, bool(left)), replayed.kept, first, exchange, slot)
@@ -270,20 +273,6 @@ class Harness:
             if mismatch is not None:
                 raise CallFailed(*mismatch)
             offset = slot.write(offset, outputs)
-
-
-class Replays:
-    """A call replayed from CUDA graphs (bench/replay.py): one graph per round size, captured when first needed."""
-
-    def __init__(self, plan: InputPlan, timed: TimedCall, layouts: list[TensorLayout], keep_outputs: bool) -> None:
-        self.plan, self.timed, self.layouts, self.keep_outputs = plan, timed, layouts, keep_outputs
-        self.graphs: dict[int, ReplayedCalls] = {}
-
-    def graph(self, calls: int) -> ReplayedCalls:
-        if calls not in self.graphs:
-            self.graphs[calls] = ReplayedCalls(self.plan, self.timed.inputs, self.timed.call,
-                                               self.timed.latest if self.keep_outputs else None, self.layouts, calls)
-        return self.graphs[calls]
 
 
 def kept_copy(latest: Callable[[], tuple[Any, ...]]) -> tuple[Any, ...]:

@@ -7,7 +7,7 @@ from helpers import SCALE_ADD, python_solution, write_trace_set
 from flashinfer_bench.bench import Benchmark, BenchmarkConfig
 from flashinfer_bench.bench.inputs import DrawAt, InputPlan
 from flashinfer_bench.bench.judge.replayed import NOT_REPLAYED_NOTE
-from flashinfer_bench.bench.replay import ReplayedCalls
+from flashinfer_bench.bench.replay import GRAPH_MOST_CALLS, ReplayedCalls, graph_sizes
 from flashinfer_bench.bench.slot import TensorLayout
 from flashinfer_bench.data import Definition, TraceSet, Workload
 
@@ -27,25 +27,31 @@ def as_bytes(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.reshape(-1).view(torch.uint8)
 
 
-def test_each_replayed_call_gets_the_inputs_the_judge_draws_for_its_place_and_keeps_its_outputs_in_its_row():
+@pytest.mark.parametrize("calls", [6, 3 * GRAPH_MOST_CALLS + 5])
+def test_each_replayed_call_gets_the_inputs_the_judge_draws_for_its_place_and_keeps_its_outputs_in_its_row(calls):
+    """A round of more calls than a graph holds replays a smaller graph several times: the generator and the ring's
+    row move on from one replay to the next as within one."""
     workload = Workload(uuid="w", axes={"n": 3000}, inputs={})
     plan = InputPlan(MIXED, workload, "cuda", None)
     assert plan.replay_obstacle is None
     inputs = plan.draw(7)
     layouts = [TensorLayout(name, t.dtype, tuple(t.shape)) for name, t in zip(MIXED.inputs, inputs, strict=True)]
     # The "outputs" kept are the inputs each call was given.
-    replayed = ReplayedCalls(plan, inputs, lambda: None, lambda: inputs, layouts, calls=6)
+    replayed = ReplayedCalls(plan, inputs, lambda: None, lambda: inputs, layouts, ring_rows=calls)
     judge = InputPlan(MIXED, workload, "cuda", None)
     seen = set()
     for seed in (11, 12):
-        replayed.run(seed)
+        replayed.run(seed, calls)
         replayed.wait()
         assert replayed.replay_ms() > 0
-        for row in range(6):
+        for row in range(calls):
             drawn = judge.draw(DrawAt(seed, row))
             assert all(torch.equal(as_bytes(a), as_bytes(b)) for a, b in zip(replayed.kept(row), drawn, strict=True))
             seen.add(bytes(replayed.kept(row)[0].cpu().numpy()))
-    assert len(seen) == 12
+    assert sorted(replayed.graphs) == sorted(set(graph_sizes(calls)))
+    assert len(seen) == 2 * calls
+    with pytest.raises(ValueError, match="rows of its ring"):
+        replayed.run(13, 2 * calls)
 
 
 CAPTURABLE = "def run(x, y):\n    return x * 2 + y\n"

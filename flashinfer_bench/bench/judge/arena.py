@@ -7,8 +7,11 @@ depends on what the allocator kept of earlier ones: on this project's 2-core vir
 all (benchmarks/shipment_copies.py, docs/measurements.md). Copying shipped outputs out took the judge 5.8 s of CPU
 over the real dataset on an H100 host.
 
+On a GPU host its memory is page-locked, so that the judge's copies of picked outputs to the device (judge/picked.py)
+are queued without waiting and go straight from it, not through a staging buffer of the driver's.
+
 An arena is leased for a session (``lease``) and handed back once its outputs are judged (``give_back``); nothing
-may hold a view of it after that, as the next session writes over it.
+may hold a view of it after that, as the next session writes over it (nor may a copy from it still be queued).
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ class HostArena:
         while self.chunk < len(self.chunks) and self.used + size > self.chunks[self.chunk].numel():
             self.chunk, self.used = self.chunk + 1, 0
         if self.chunk == len(self.chunks):
-            self.chunks.append(torch.empty(max(CHUNK_BYTES, size), dtype=torch.uint8))
+            self.chunks.append(torch.empty(max(CHUNK_BYTES, size), dtype=torch.uint8,
+                                           pin_memory=torch.cuda.is_available()))
         taken = self.chunks[self.chunk][self.used:self.used + nbytes]
         self.used += size
         return taken

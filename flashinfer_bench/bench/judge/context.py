@@ -61,13 +61,14 @@ class EvaluationContext:
             return self.input_plan.draw(key)
 
     def replay_harness_ms(self, calls: int) -> float:
-        """The harness's own device time per call in a replayed round (``replay.harness_device_ms``, on a graph of
-        ``calls`` calls), timed by the judge once per evaluation."""
-        if calls not in self._replay_harness_ms:
-            from flashinfer_bench.bench.replay import harness_device_ms
+        """The harness's own device time per call in a replayed round of ``calls`` calls
+        (``replay.harness_device_ms``), timed by the judge once per evaluation and graph size."""
+        from flashinfer_bench.bench.replay import graph_sizes, harness_device_ms
 
-            self._replay_harness_ms[calls] = harness_device_ms(self.input_plan, self.output_layouts, calls)
-        return self._replay_harness_ms[calls]
+        size = graph_sizes(calls)[0]
+        if size not in self._replay_harness_ms:
+            self._replay_harness_ms[size] = harness_device_ms(self.input_plan, self.output_layouts, size)
+        return self._replay_harness_ms[size]
 
     @cached_property
     def _replay_harness_ms(self) -> dict[int, float]:

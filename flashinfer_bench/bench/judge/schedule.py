@@ -44,7 +44,7 @@ import torch
 
 from flashinfer_bench.bench.inputs import DrawAt, InputKey
 from flashinfer_bench.bench.judge.arena import HostArena, give_back, lease
-from flashinfer_bench.bench.judge.clock import ClockFloor, HostReading, HostWatch, copy_out_ms
+from flashinfer_bench.bench.judge.clock import ClockFloor, HostReading, HostWatch, copy_out_ms, synchronize
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.picked import PickedCall, PickedCallCheck, Verdict, draw_again, judge_calls
 from flashinfer_bench.bench.judge.replayed import (
@@ -287,6 +287,7 @@ class TimedSchedule:
         """The picked calls are done with: their outputs' memory serves the next session (judge/arena.py)."""
         self.picked, arena, self.arena = [], self.arena, None
         if arena is not None:
+            synchronize(self.ctx.device)  # no copy out of it still queued
             give_back(arena)
 
     @property
@@ -339,7 +340,7 @@ class TimedSchedule:
         claimed_total = sum(samples) + sum(claim.setup_ms[-len(samples):])
         replayed, harness = self._replayed_rounds(), 0.0
         if self.replay is not None and replayed:
-            harness = self.ctx.replay_harness_ms(self.replay.first_calls)
+            harness = self.ctx.replay_harness_ms(max(r.calls for r in replayed))
             try:
                 samples, claimed_total = net_samples(samples, replayed, harness)
             except ValueError as exc:

@@ -312,7 +312,8 @@ def test_picks_come_from_the_runs_secret_and_the_reference_runs_once_per_picked_
 def test_picked_calls_whose_expected_values_are_known_are_drawn_again_only_to_time_the_draw():
     """The judge draws a picked call's inputs again where the reference must run on them; where the reference's
     outputs are kept already (an earlier solution of the workload), only the first picks are drawn, to time the
-    judge's own draw. Every picked call is checked either way, against what its seed's inputs give."""
+    judge's own draw (only those draws are timed). Every picked call is checked either way, against what its
+    seed's inputs give."""
     from flashinfer_bench.bench.judge.picked import TIMED_DRAWS, PickedCall
     from flashinfer_bench.bench.judge.schedule import TimedSchedule
 
@@ -342,7 +343,7 @@ def test_picked_calls_whose_expected_values_are_known_are_drawn_again_only_to_ti
 
     check = Check()
     assert schedule.judge_picked(check) is None
-    assert len(schedule.draw_ms) == TIMED_DRAWS + len(unknown) and set(check.worked_out) == unknown
+    assert len(schedule.draw_ms) == TIMED_DRAWS and set(check.worked_out) == unknown
     assert check.judged == [("worked out" if seed in unknown else "known", seed) for seed in seeds]
 
 
@@ -632,3 +633,19 @@ def test_a_slow_reference_is_timed_in_fewer_calls_and_never_fewer_than_the_least
     assert reference_calls(cfg, REFERENCE_SESSION_MS * 10) == (1, REFERENCE_LEAST_CALLS)
     few = ResolvedEvalConfig(warmup_runs=0, iterations=2, num_trials=1, rtol=1e-2, atol=1e-2)
     assert reference_calls(few, REFERENCE_SESSION_MS * 10) == (0, 2)  # never more than configured
+
+
+def test_the_reference_outputs_kept_for_the_workloads_next_solutions_stop_at_their_byte_bound(monkeypatch):
+    """Checked timed calls' reference outputs are kept for the next solutions of the workload (they get the same
+    picks) up to TIMED_EXPECTED_BYTES; past it the reference runs again for each."""
+    from flashinfer_bench.bench.evaluators import evaluator as base
+
+    monkeypatch.setattr(base, "TIMED_EXPECTED_BYTES", 2 * 64 * 4 + 1)  # two calls' outputs of 64 float32
+    ctx = evaluation_context(SCALE, WORKLOAD, CFG)
+    baseline = base.Baseline(inputs=[], outputs=[], reference=reference_callee(SCALE))
+    check = DefaultEvaluator.timed_check(ctx, baseline)
+    outputs = [check.expected(seed, ctx.inputs(seed)) for seed in range(4)]
+    assert list(baseline.timed_expected) == [0, 1] and baseline.timed_expected_bytes == 2 * 64 * 4
+    assert check.known(1) is outputs[1] and check.known(2) is None
+    x, y = ctx.inputs(3)
+    assert torch.equal(outputs[3][0], x * 2 + y)
