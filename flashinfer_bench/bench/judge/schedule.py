@@ -340,7 +340,7 @@ class TimedSchedule:
         claimed_total = sum(samples) + sum(claim.setup_ms[-len(samples):])
         replayed, harness = self._replayed_rounds(), 0.0
         if self.replay is not None and replayed:
-            harness = self.ctx.replay_harness_ms(self.replay.first_calls)
+            harness = self.ctx.replay_harness_ms(max(r.calls for r in replayed))
             try:
                 samples, claimed_total = net_samples(samples, replayed, harness)
             except ValueError as exc:
