@@ -76,11 +76,11 @@ def scale_add_set(root: Path, solutions: dict[str, str], sizes: tuple[int, ...] 
     )
 
 
-def evaluation_context(definition: Any, workload: Any, cfg: Any, secret: int = 1) -> Any:
-    """An EvaluationContext on the CPU, with a fixed secret (the same inputs every time)."""
+def evaluation_context(definition: Any, workload: Any, cfg: Any, secret: int = 1, device: str = "cpu") -> Any:
+    """An EvaluationContext (on the CPU unless ``device``), with a fixed secret (the same inputs every time)."""
     from flashinfer_bench.bench.judge.context import EvaluationContext
 
-    return EvaluationContext(definition, workload, cfg, "cpu", None, secret)
+    return EvaluationContext(definition, workload, cfg, device, None, secret)
 
 
 def judged_locally(evaluator: Any, definition: Any, fn: Any, cfg: Any, workload: Any, *, dps: bool = False,

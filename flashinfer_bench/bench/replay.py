@@ -6,9 +6,9 @@ A round of ``n`` calls replays graphs of at most ``GRAPH_MOST_CALLS`` calls, one
 next replay, so the device does not wait for the host between them. Capturing costs the host about a tenth of a
 millisecond per call (the solution's Python and the harness's draws and copies, seen on an H100): graphs of whole
 1,024-call rounds took the worker about 0.1 s an evaluation, more than a small kernel's timed calls took, and a
-replay costs the device only 5-12 us beyond its calls (docs/measurements.md). Each call draws its inputs from one device
-generator (``InputPlan.draw_from``), makes the call, and copies its outputs' bytes into the next row of a ring on
-the device, for the judge to ask for any. A round seeded with ``seed`` gives its call at position ``k`` the inputs
+replay costs the device only 5-11 us beyond its calls (docs/measurements.md). Each call draws its inputs from one
+device generator (``InputPlan.draw_from``), makes the call, and copies its outputs' bytes into the next row of a
+ring on the device, for the judge to ask for any. A round seeded with ``seed`` gives its call at position ``k`` the inputs
 ``InputPlan.draw(DrawAt(seed, k))``: the generator moves by the same offset per draw, replay after replay, so the
 judge draws any one call's inputs alone. The solution's host code runs only while a graph is captured; a replay is
 the device work it queued then, which is what the judge's clock can bound (judge/replayed.py).

@@ -63,7 +63,7 @@ class EvaluationContext:
     def replay_harness_ms(self, calls: int) -> float:
         """The harness's own device time per call in a replayed round of ``calls`` calls
         (``replay.harness_device_ms``), timed by the judge once per evaluation and graph size: each replay of a graph
-        costs the device 5-12 us beyond its calls (an H100, benchmarks/harness_graph_sizes.py), whose share per call
+        costs the device 5-11 us beyond its calls (an H100, benchmarks/harness_graph_sizes.py), whose share per call
         depends on the graph's size."""
         from flashinfer_bench.bench.replay import graph_sizes, harness_device_ms
 

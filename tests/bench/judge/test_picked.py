@@ -3,10 +3,10 @@ tests/bench/evaluators/test_evaluators.py)."""
 
 import pytest
 import torch
+from helpers import evaluation_context
 
 from flashinfer_bench.bench.config import ResolvedEvalConfig
 from flashinfer_bench.bench.judge.arena import HostArena
-from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.picked import PickedCall, on_device
 from flashinfer_bench.data import Definition, Workload
 
@@ -22,8 +22,8 @@ MIXED = Definition.model_validate({
 })
 
 
-def context(device: str) -> EvaluationContext:
-    return EvaluationContext(MIXED, Workload(uuid="w", axes={"n": 5}, inputs={}), CONFIG, device, None, 1)
+def context(device: str):
+    return evaluation_context(MIXED, Workload(uuid="w", axes={"n": 5}, inputs={}), CONFIG, device=device)
 
 
 def picked_calls(count: int) -> list[PickedCall]:
