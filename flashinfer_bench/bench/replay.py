@@ -73,22 +73,26 @@ class ReplayedCalls:
         #: One row per call: each output's bytes, one after the other.
         self.ring = torch.empty((ring_rows if outputs is not None else 0, total_bytes(self.layouts)),
                                 dtype=torch.uint8, device=self.device)
-        self.row = torch.zeros(1, dtype=torch.int64, device=self.device)
+        #: The ring's row of each call of the graph being replayed: its place in the graph plus the calls of the
+        #: round's replays before it, moved on once per replay (``rewind``), not once per call (a kernel each).
+        self.first_rows = torch.arange(GRAPH_MOST_CALLS, dtype=torch.int64, device=self.device)
+        self.rows = self.first_rows.clone()
         #: Events before and after the latest round; ``done`` is waited on asleep (``wait``).
         self.start, self.end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         self.done = torch.cuda.Event(blocking=True)
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.round_calls = 0
 
-        def step(_: int) -> None:
+        def step(k: int, size: int) -> None:
             # The seed matters only for draws that need the host, which a replayable plan has none of.
             take_values(inputs, plan.draw_from(self.generator, 0))
             call()
             if outputs is not None:
                 raw = [raw_bytes(t) for t in outputs()]
-                self.ring.index_copy_(0, self.row, torch.cat(raw).unsqueeze(0) if len(raw) > 1 else
+                self.ring.index_copy_(0, self.rows[k:k + 1], torch.cat(raw).unsqueeze(0) if len(raw) > 1 else
                                       raw[0].unsqueeze(0))
-                self.row.add_(1)
+                if k == size - 1:
+                    self.rows.add_(size)
 
         self._step = step
 
@@ -96,9 +100,9 @@ class ReplayedCalls:
         """The graph of ``size`` calls, captured when first needed (GraphCaptureFailed where it cannot be) and
         replayed once: a graph's first replay uploads it to the device, which no timed round should pay for."""
         if size not in self.graphs:
-            self.row.zero_()  # the capture's warm-up call writes a row too
-            graph = capture(self._step, size, self.device, [self.generator])
-            self.row.zero_()
+            self.rewind()  # the capture's warm-up call writes a row too
+            graph = capture(lambda k: self._step(k, size), size, self.device, [self.generator])
+            self.rewind()
             graph.replay()
             self.done.record()
             self.wait()
@@ -112,13 +116,17 @@ class ReplayedCalls:
             raise ValueError(f"a round of {calls} calls, more than the {len(self.ring)} rows of its ring")
         graphs = [self.graph(size) for size in graph_sizes(calls)]
         self.start.record()
-        self.row.zero_()
+        self.rewind()
         self.generator.manual_seed(seed)
         for graph in graphs:
             graph.replay()
         self.end.record()
         self.done.record()
         self.round_calls = calls
+
+    def rewind(self) -> None:
+        """The next call writes the ring's first row."""
+        self.rows.copy_(self.first_rows)
 
     def wait(self) -> None:
         """Until the latest round has ended, asleep: no CPU taken from a busy host while the device works."""
@@ -147,7 +155,7 @@ def harness_device_ms(plan: InputPlan, layouts: list[TensorLayout], calls: int) 
     marks = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
              for _ in range(HARNESS_REPLAYS)]
     for seed, (before, after) in enumerate(marks):
-        replayed.row.zero_()
+        replayed.rewind()
         replayed.generator.manual_seed(seed)
         before.record()
         graph.replay()

@@ -6,6 +6,7 @@ import torch
 from flashinfer_bench.bench.slot import FIRST_PINNED_BYTES, Slot, TensorLayout
 from flashinfer_bench.testing import bench_gpu_time_detailed
 from flashinfer_bench.timing.cupti_timer import load_cupti
+from flashinfer_bench.timing.graph import GraphCaptureFailed, capture
 from flashinfer_bench.timing.result import CUDA_EVENTS, CUPTI
 
 pytestmark = pytest.mark.gpu
@@ -40,7 +41,10 @@ def test_work_after_each_sample_runs_once_it_has_finished_and_is_not_counted(ena
     alone = bench_gpu_time_detailed(call, num_iters=50, dry_run_iters=5, enable_cupti=enable_cupti)
     with_after = bench_gpu_time_detailed(call, num_iters=50, dry_run_iters=5, enable_cupti=enable_cupti,
                                          after_each=after)
-    assert len(finished) == 55 and all(finished)
+    # Once per dry run and per sample; a batch whose first launches the host was late with in too many samples is
+    # measured again with a longer lead-in (cuda_sampler.py ``_trace``), its samples' work after them included.
+    batches, left = divmod(len(finished) - 5, 50)
+    assert batches >= 1 and left == 0 and all(finished)
     assert with_after.median_ms < 1.5 * alone.median_ms + 0.002
 
 
@@ -60,8 +64,30 @@ def test_a_pinned_buffer_takes_device_outputs_and_gives_them_back():
         (first, second), _ = slot.read(0, [TensorLayout("out", torch.float32, (1000,)),
                                           TensorLayout("large", torch.float32, (3 << 18,))], "cuda")
         assert torch.equal(first, out) and torch.equal(second, large)
+        slot.bytes[:4096].fill_(0)  # read straight to the device, but into memory of the reader's own
+        assert torch.equal(first, out) and first.device.type == "cuda"
     finally:
         slot.close()
+
+
+def test_a_call_that_waits_for_the_device_is_not_captured(monkeypatch):
+    x = torch.ones(256, device="cuda")
+    captures = []
+    real_begin = torch.cuda.CUDAGraph.capture_begin
+
+    def spied_begin(graph, *args, **kwargs):
+        captures.append(args)
+        return real_begin(graph, *args, **kwargs)
+
+    monkeypatch.setattr(torch.cuda.CUDAGraph, "capture_begin", spied_begin)
+    with pytest.raises(GraphCaptureFailed, match="waits for the device"):
+        capture(lambda _: x.sum().item(), 4, torch.device("cuda"))
+    assert captures == [] and torch.cuda.get_sync_debug_mode() == 0  # the mode is put back
+    graph = capture(lambda _: x.mul_(2), 3, torch.device("cuda"))  # one that does not wait: captured as before
+    x.fill_(1)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert len(captures) == 1 and torch.equal(x, torch.full_like(x, 8))
 
 
 @pytest.mark.skipif(load_cupti() is None, reason="needs cupti-python")

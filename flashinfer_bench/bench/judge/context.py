@@ -20,6 +20,9 @@ from flashinfer_bench.bench.seeds import SeedStream, stable_seed
 from flashinfer_bench.bench.slot import TensorLayout, output_layouts
 from flashinfer_bench.data import Definition, Workload
 
+#: ``EvaluationContext.replay_harness_ms`` by (definition, workload, trace set, device, calls per graph).
+_HARNESS_MS: dict[tuple[str, str, str | None, str, int], float] = {}
+
 
 @dataclass(frozen=True)
 class EvaluationContext:
@@ -62,19 +65,16 @@ class EvaluationContext:
 
     def replay_harness_ms(self, calls: int) -> float:
         """The harness's own device time per call in a replayed round of ``calls`` calls
-        (``replay.harness_device_ms``), timed by the judge once per evaluation and graph size: each replay of a graph
-        costs the device 5-11 us beyond its calls (an H100, benchmarks/harness_graph_sizes.py), whose share per call
-        depends on the graph's size."""
+        (``replay.harness_device_ms``), timed by the judge once per workload and graph size (the same for every
+        solution of the workload, so this judge process keeps it): each replay of a graph costs the device 5-11 us
+        beyond its calls (an H100, benchmarks/harness_graph_sizes.py), whose share per call depends on the graph's
+        size."""
         from flashinfer_bench.bench.replay import graph_sizes, harness_device_ms
 
-        size = graph_sizes(calls)[0]
-        if size not in self._replay_harness_ms:
-            self._replay_harness_ms[size] = harness_device_ms(self.input_plan, self.output_layouts, size)
-        return self._replay_harness_ms[size]
-
-    @cached_property
-    def _replay_harness_ms(self) -> dict[int, float]:
-        return {}
+        key = (self.definition.name, self.workload.uuid, self.trace_set_root, self.device, graph_sizes(calls)[0])
+        if key not in _HARNESS_MS:
+            _HARNESS_MS[key] = harness_device_ms(self.input_plan, self.output_layouts, key[-1])
+        return _HARNESS_MS[key]
 
     @property
     def input_names(self) -> list[str]:

@@ -38,6 +38,12 @@ REPLAYED_ROUND_MS, REPLAYED_MOST_CALLS = 4.0, 1024
 #: exp(-f * REPLAYED_ROUND_PICKS), whatever the round's size (docs/security.md). A check that needs every call
 #: (probability 1: sampling's) keeps its rounds at this many calls instead.
 REPLAYED_ROUND_PICKS = 16
+#: A round that a busy host held up for more than this share of its window (the worker or the judge waiting for a
+#: CPU: once as the round is launched and once as it ends, about as long whatever the round's length) makes the
+#: next round twice as long. The windows are not corrected for such waits (``work_per_call``), so on a busy host an
+#: honest claim is read against the least held-up round: with 16 busy loops on an H100 host, each of the four later
+#: 64-call rounds of a 100 us call was held up 1.0-4.1 ms, and the claim was not believed (docs/security.md).
+LENGTHENED_HELD_SHARE = 0.03
 #: A replayed call's sample less the harness's work is at least this (a callee that does next to nothing).
 LEAST_SAMPLE_MS = 1e-6
 #: Said in the trace's log of a session whose calls the judge asked to have replayed and the worker made one at a
@@ -92,11 +98,18 @@ def next_round_calls(replay: ReplayShape, iterations: int, done: Sequence[Round]
                      exchange_ms: float) -> int:
     """The next replayed round's calls, after the replayed rounds ``done``: after the first, sized at the first
     round's time per call (its window less the exchange and what the host held it up: whatever else the window held
-    makes the rounds shorter than asked for, never longer)."""
+    makes the rounds shorter than asked for, never longer), and never fewer than the round before; twice those
+    (up to ``replay.most_calls``) after a later round the host held up for more than ``LENGTHENED_HELD_SHARE`` of
+    its window."""
     if not done:
         return replay.first_calls
-    first = done[0]
-    return later_round_calls(replay, iterations, (first.wall_ms - first.held_ms - exchange_ms) / first.calls)
+    first, latest = done[0], done[-1]
+    calls = later_round_calls(replay, iterations, (first.wall_ms - first.held_ms - exchange_ms) / first.calls)
+    if len(done) > 1:
+        calls = max(calls, latest.calls)
+        if latest.held_ms > LENGTHENED_HELD_SHARE * latest.wall_ms:
+            calls = min(2 * calls, replay.most_calls)
+    return calls
 
 
 def exchange_floor(rounds: Sequence[Round], samples_ms: Sequence[float]) -> float:

@@ -134,8 +134,7 @@ class TimedSchedule:
         self.arena: HostArena | None = None  # where the picked calls' outputs are kept (``keep``)
         self.draw_ms: list[float] = []
         #: Calls reported ended so far; a round that ended before using all its seeds must be the last.
-        self.ended, self.short_round = 0, False
-        self.window_opened = 0.0
+        self.ended, self.short_round, self.window_opened = 0, False, 0.0
         self.waits_at_open = self.waits_at_asking = (0.0, 0.0)
         self.arrival_held = 0.0  # the waits taken out of the shipment that arrived last (``arrived``)
         #: What share of the measured waits comes out of the windows (HostWatch.busy_fraction bounds it), and the
@@ -278,10 +277,11 @@ class TimedSchedule:
 
     def judge_picked(self, check: PickedCallCheck) -> Verdict | None:
         """The first failing verdict among the picked calls, or None (judge/picked.py ``judge_calls``); their
-        outputs' memory then serves the next session."""
-        verdict = judge_calls(self.ctx, self.picked, self.draw_ms, self.watch, check)
-        self.release()
-        return verdict
+        outputs' memory then serves the next session, also where a check raised."""
+        try:
+            return judge_calls(self.ctx, self.picked, self.draw_ms, self.watch, check)
+        finally:
+            self.release()
 
     def release(self) -> None:
         """The picked calls are done with: their outputs' memory serves the next session (judge/arena.py)."""

@@ -476,7 +476,7 @@ def test_a_replayed_round_hands_out_its_first_seed_only_and_draws_its_picks_once
     assert picks(1)[1] == picked and picks(2)[1] != picked
 
 
-def test_a_replayed_session_takes_the_work_from_its_shortest_later_round_and_bounds_claims_by_it():
+def test_a_replayed_session_takes_the_work_from_its_shortest_later_round_and_bounds_claims_by_it(monkeypatch):
     """In a replayed session the work per call is the rounds' windows less the exchange per round (calibrated) and
     the harness's own device work per call (timed by the judge), the least over the rounds after the first (a
     stalled one does not count); a claim under REPLAYED_PLAUSIBLE_FRACTION of it, less a microsecond, is recorded as
@@ -493,7 +493,12 @@ def test_a_replayed_session_takes_the_work_from_its_shortest_later_round_and_bou
     # host stalled the round (the third). The first replayed round is left out (it reads too short here).
     schedule.rounds = [timed.Round(0, 1, 5.0, 0.0), timed.Round(1, 5, 0.2, 0.0, True),
                        timed.Round(6, 5, 0.9, 0.5, True), timed.Round(11, 5, 0.3, 0.0, True)]
-    ctx._replay_harness_ms[5] = 0.01
+    from flashinfer_bench.bench import replay as replays
+    from flashinfer_bench.bench.judge import context as contexts
+
+    measured = []  # the harness's work, timed once per workload and graph size for every solution of the workload
+    monkeypatch.setattr(contexts, "_HARNESS_MS", {})
+    monkeypatch.setattr(replays, "harness_device_ms", lambda plan, layouts, size: measured.append(size) or 0.01)
     floor = timed.ClockFloor(per_call_ms=1.0, ship_ms=0.0, replay_round_ms=0.1)
     least = replayed.REPLAYED_PLAUSIBLE_FRACTION * 0.03 - replayed.REPLAYED_MARGIN_MS
 
@@ -504,6 +509,8 @@ def test_a_replayed_session_takes_the_work_from_its_shortest_later_round_and_bou
     lie, close = recorded(0.00003), recorded(least + 0.0001)
     assert lie.latency_ms == pytest.approx(least) and "0.0300 ms per call" in lie.notes[0]
     assert close.notes == [] and close.latency_ms == pytest.approx(least + 0.0001)
+    schedule.ctx = evaluation_context(SCALE, WORKLOAD, CFG)  # the workload's next solution
+    assert recorded(least + 0.0001).latency_ms == pytest.approx(least + 0.0001) and measured == [5]
 
 
 def test_a_session_asked_to_replay_whose_calls_were_made_one_at_a_time_says_so_in_the_log():

@@ -55,3 +55,32 @@ def test_picked_outputs_kept_in_a_page_locked_arena_reach_the_device_byte_for_by
         for host, device in zip(call.outputs, outputs, strict=True):
             assert device.device.type == "cuda" and device.dtype == host.dtype and device.shape == host.shape
             assert torch.equal(device.cpu(), host)
+
+
+def test_a_session_whose_check_raises_still_hands_its_arena_back(monkeypatch):
+    from flashinfer_bench.bench.judge import arena as arenas
+    from flashinfer_bench.bench.judge.schedule import TimedSchedule
+
+    monkeypatch.setattr(arenas, "_free", [])
+    schedule = TimedSchedule(context("cpu"), ("timed", 0), warmup=1, iterations=4, probability=1.0)
+    schedule.keep(64)
+    schedule.picked = picked_calls(2)
+
+    class Failing:  # a reference that fails on a picked call's inputs
+        grouped = False
+
+        def known(self, key):
+            return None
+
+        def expected(self, key, inputs):
+            raise RuntimeError("the reference failed")
+
+        def check(self, calls):
+            return None
+
+        def finish(self):
+            return None
+
+    with pytest.raises(RuntimeError, match="the reference failed"):
+        schedule.judge_picked(Failing())
+    assert schedule.arena is None and schedule.picked == [] and len(arenas._free) == 1

@@ -6,6 +6,7 @@ import pytest
 
 from flashinfer_bench.bench.judge.replayed import (
     LEAST_SAMPLE_MS,
+    LENGTHENED_HELD_SHARE,
     REPLAYED_ROUND_MS,
     REPLAYED_ROUND_PICKS,
     exchange_floor,
@@ -61,6 +62,13 @@ def test_later_rounds_double_from_the_first_for_the_planned_calls_and_the_round_
     # The first round's window, less what the host held it up and the exchange, gives the time per call.
     first = Clocked(16, 0.3 + 1.0 + 16 * REPLAYED_ROUND_MS / 100, held_ms=1.0)
     assert next_round_calls(shape, 50, [first], exchange_ms=0.3) == 128
+    # A later round the host held up for more than LENGTHENED_HELD_SHARE of its window: the next is twice as long,
+    # up to the most; the rounds never shrink back.
+    quiet, held = Clocked(128, 5.0, held_ms=0.1), Clocked(128, 5.0, held_ms=LENGTHENED_HELD_SHARE * 5.0 + 0.1)
+    assert next_round_calls(shape, 50, [first, quiet], exchange_ms=0.3) == 128
+    assert next_round_calls(shape, 50, [first, held], exchange_ms=0.3) == 256
+    assert next_round_calls(shape, 50, [first, held, Clocked(256, 10.0, held_ms=2.0)], exchange_ms=0.3) == 256
+    assert next_round_calls(shape, 50, [first, held, Clocked(256, 10.0)], exchange_ms=0.3) == 256
 
 
 def test_a_replayed_round_picks_about_the_same_number_of_calls_whatever_its_size():
