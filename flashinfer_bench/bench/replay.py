@@ -74,7 +74,8 @@ class ReplayedCalls:
         self.ring = torch.empty((ring_rows if outputs is not None else 0, total_bytes(self.layouts)),
                                 dtype=torch.uint8, device=self.device)
         #: The ring's row of each call of the graph being replayed: its place in the graph plus the calls of the
-        #: round's replays before it, moved on once per replay (``rewind``), not once per call (a kernel each).
+        #: round's replays before it. A graph's last call moves them on, once per replay, not once per call (a
+        #: kernel each); ``rewind`` sets them back for a round.
         self.first_rows = torch.arange(GRAPH_MOST_CALLS, dtype=torch.int64, device=self.device)
         self.rows = self.first_rows.clone()
         #: Events before and after the latest round; ``done`` is waited on asleep (``wait``).

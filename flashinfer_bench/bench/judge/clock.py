@@ -43,16 +43,22 @@ def synchronize(device: str) -> None:
 COPY_TIMED_BYTES = 16 << 20
 
 
-@functools.cache
 def copy_out_ms(nbytes: int, device: str) -> float:
     """This process's time to copy ``nbytes`` from ``device`` into page-locked host memory, as a worker ships
-    outputs (on the CPU: a memory copy), best of three (of ``COPY_TIMED_BYTES`` at most, scaled to ``nbytes``);
-    measured once per size and device."""
+    outputs (on the CPU: a memory copy): the copy of ``COPY_TIMED_BYTES`` at most timed (``_timed_copy_ms``),
+    scaled to ``nbytes``."""
     if nbytes == 0:
         return 0.0
     timed = min(nbytes, COPY_TIMED_BYTES)
-    source = torch.empty(timed, dtype=torch.uint8, device=device)
-    target = torch.empty(timed, dtype=torch.uint8, pin_memory=device.startswith("cuda"))
+    return _timed_copy_ms(timed, device) * nbytes / timed
+
+
+@functools.cache
+def _timed_copy_ms(nbytes: int, device: str) -> float:
+    """The best of three copies of ``nbytes`` from ``device`` into page-locked host memory; timed once per size and
+    device (every output of ``COPY_TIMED_BYTES`` or more shares one)."""
+    source = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    target = torch.empty(nbytes, dtype=torch.uint8, pin_memory=device.startswith("cuda"))
     best = float("inf")
     for _ in range(3):
         synchronize(device)
@@ -60,7 +66,7 @@ def copy_out_ms(nbytes: int, device: str) -> float:
         target.copy_(source)
         synchronize(device)
         best = min(best, (time.perf_counter() - start) * 1e3)
-    return best * nbytes / timed
+    return best
 
 
 #: The share of a session's wall time the judge's correction for a busy host may take out at most: beyond it the
