@@ -7,7 +7,9 @@ warms the build cache once, then runs each runner in a fresh process at default 
 - overhead per (solution, workload): wall time of the evaluations minus the time the kernels themselves account
   for (every timed, warm-up and correctness call of solutions and references, at their measured latency),
   divided by the number of evaluations;
-- the wall time of a verdict for a solution that crashes (segfault) against one that passes.
+- the wall time of a verdict for a solution that crashes (segfault) against one that passes;
+- in each run, how many sessions' claims the judge did not believe (every solution here is honest, so any is a
+  fault of the judge's clock).
 
     python benchmarks/harness_overhead.py [--solutions 4] [--workloads 8] [--runners persistent,isolated]
                                           [--repeat N] [--json out.json] [--profile DIR]
@@ -56,6 +58,8 @@ def run(x, y, out):
     _scale_add[(triton.cdiv(n, {block}),)](x, y, out, n, BLOCK={block})
 '''
 SEGFAULT = "import ctypes\ndef run(x, y):\n    ctypes.string_at(0)\n"
+#: What a trace's log says of a claimed latency the judge did not believe (judge/schedule.py).
+NOT_BELIEVED = "claim not believed"
 
 
 def solution(name: str, language: str, source: str, dps: bool) -> dict:
@@ -223,6 +227,9 @@ def main() -> None:
         report[kind] = {"startup_beyond_init_s": statistics.median(run["startup_s"] for run in runs) - init_s,
                         "overhead_per_evaluation_s": statistics.median(overheads),
                         "overhead_per_evaluation_s_each_run": overheads,
+                        # every solution here is honest: each of these is an honest claim the judge did not believe
+                        "claims_not_believed_each_run": [sum(NOT_BELIEVED in note for note in run["notes"])
+                                                         for run in runs],
                         # the last run's details
                         **{k: result[k] for k in ("evaluations", "wall_s", "solution_kernel_s",
                                                   "latency_us_by_solution", "notes")},
@@ -241,6 +248,8 @@ def main() -> None:
         print(f"{kind}: latencies recorded (us), per solution over the workloads: " + "; ".join(
             f"{name} {' '.join(f'{v:.1f}' for v in values)}" for name, values in report[kind]["latency_us_by_solution"].items()))
         print(f"{kind}: {len(report[kind]['notes'])} timing notes" + "".join(f"\n  {n}" for n in report[kind]["notes"][:5]))
+        print(f"{kind}: honest claims not believed, in each run: "
+              + " ".join(str(n) for n in report[kind]["claims_not_believed_each_run"]))
         print(f"{kind}: {gap_summary(report[kind]['verdict_gaps_s'])}")
         each = report[kind]["overhead_per_evaluation_s_each_run"]
         if len(each) > 1:

@@ -9,6 +9,7 @@ the outputs as bytes of the types it expects, and checks the timed calls it pick
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -30,7 +31,7 @@ from flashinfer_bench.bench.calling import (
     take_values,
 )
 from flashinfer_bench.bench.inputs import InputPlan
-from flashinfer_bench.bench.replay import ReplayedCalls, ReplayShape, graph_sizes
+from flashinfer_bench.bench.replay import SHIPPED_MOST_CALLS, ReplayedCalls, ReplayShape, graph_sizes
 from flashinfer_bench.bench.slot import Slot, TensorLayout, output_layouts, output_mismatch, total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.failures import CallFailed
@@ -42,6 +43,12 @@ from flashinfer_bench.timing.result import CUDA_EVENTS, WARM
 #: CUDA events (TimingOptions.cupti_most_activities): a call of many launches is host-bound, and CUPTI's records of
 #: it would cost the worker more than the call (cupti-python 13.0: about 50 us a record).
 CUPTI_MOST_ACTIVITIES = 16
+#: Calls made one at a time are timed with CUDA events from the start, their warm-up untraced, where the solution's
+#: latest known call (``Harness.latest_call_ms``) took at least this: at that length CUPTI's span adds nothing that
+#: events miss, while tracing the warm-up to count a call's activities costs a call of many launches far more than
+#: the call (the real dataset's mla_paged_prefill reference, a Python loop of about 230,000 launches: seconds a
+#: traced call, docs/measurements.md).
+EVENTS_FROM_CALL_MS = 20.0
 
 
 @contextmanager
@@ -78,6 +85,9 @@ class Harness:
     device: str
     trace_set_root: str | None
     callee: Callee
+    #: How long the solution's latest known call took: ``call``'s last, its work waited for, or the median sample of
+    #: a session timed one call at a time (None: no call yet).
+    latest_call_ms: float | None = None
 
     @cached_property
     def plan(self) -> InputPlan:
@@ -114,7 +124,12 @@ class Harness:
         with seeded(rng_seed, self.device) if rng_seed is not None else nullcontext():
             for _ in range(repeat):
                 live = clone_inputs(pristine)
-                offset = slot.write(offset, self.outputs(live))
+                started = time.perf_counter()
+                outputs = self.outputs(live)
+                if self.device.startswith("cuda"):
+                    torch.cuda.synchronize(self.device)
+                self.latest_call_ms = (time.perf_counter() - started) * 1e3
+                offset = slot.write(offset, outputs)
         slot.write(offset, [live[names.index(name)] for name in return_inputs])
         return modified_inputs(names, pristine, live)
 
@@ -165,7 +180,7 @@ class Harness:
         the work from the shortest, judge/replayed.py); a sample is a round's time per call, the harness's own
         device work in it included (the judge takes out its own measure of that work). The last warm-up round's end
         tells the judge that replays follow."""
-        slot.reserve(max(len(seeds), replay.most_calls) * total_bytes(self.layouts))
+        slot.reserve(max(len(seeds), min(replay.most_calls, SHIPPED_MOST_CALLS)) * total_bytes(self.layouts))
         timed, replayed = replays
         pending = deque(seeds)
         kept: list[tuple[Any, ...]] = []
@@ -248,11 +263,14 @@ class Harness:
             if not upcoming:
                 end_round()
 
+        long_calls = self.latest_call_ms is not None and self.latest_call_ms >= EVENTS_FROM_CALL_MS
         result = bench_gpu_time_detailed(timed.call, num_iters=iterations, dry_run_iters=warmup, device=self.device,
-                                         before_each=before_each, after_each=after_each,
+                                         before_each=before_each, after_each=after_each, enable_cupti=not long_calls,
                                          cupti_most_activities=CUPTI_MOST_ACTIVITIES)
         if reported < begun:
             end_round()
+        if result.samples_ms:
+            self.latest_call_ms = statistics.median(result.samples_ms)
         return TimingClaim([float(s) for s in result.samples_ms], result.method, setup_ms, result.cache_policy,
                            result.cuda_graph)
 

@@ -36,6 +36,10 @@ from flashinfer_bench.timing.graph import capture
 
 #: A graph holds at most this many calls (``graph_sizes``).
 GRAPH_MOST_CALLS = 64
+#: A shipment of a replayed round's picked calls carries at most this many calls' outputs (the judge picks about 16
+#: a round, judge/replayed.py: more than 64 has a chance of about 1e-18), so the buffer they go through holds this
+#: many, not a whole ring's.
+SHIPPED_MOST_CALLS = 64
 #: How many replays are timed of a graph of the harness's own work (``harness_device_ms``): the cheapest counts
 #: (the first ones may run while the device's clocks rise).
 HARNESS_REPLAYS = 8

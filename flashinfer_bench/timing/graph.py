@@ -12,8 +12,8 @@ from .steps import Step
 
 # Calls captured per graph with a warm cache: enough to amortize the replay launch.
 WARM_CALLS_PER_GRAPH = 10
-#: What torch's sync debug mode warns of an operation that makes the host wait for the device.
-SYNC_WARNING = "called a synchronizing CUDA operation"
+#: What torch's sync debug mode says of an operation that makes the host wait for the device.
+SYNC_MESSAGE = "called a synchronizing CUDA operation"
 
 
 class GraphCaptureFailed(RuntimeError):
@@ -27,22 +27,25 @@ def capture(call: Step, calls: int, device: torch.device,
     ``generators``: device generators besides the default one that the calls draw from; each replay starts them
     where they stand then (seeded before a replay, a generator gives that seed's draws).
 
-    A warm-up call that waits for the device (``.item()``, a copy to the host: torch's sync debug mode tells) is
-    not captured at all: the capture would fail, and a failed one cost a worker more than the call (under cProfile on
-    an H100, about 7 s beside a 3 s Python reference of the real dataset, in torch's set-up and clean-up around it)."""
+    A warm-up call that would wait for the device (``.item()``, a copy to the host) is stopped there, under torch's
+    sync debug mode, and not captured at all: the capture would fail, and a failed one cost a worker more than the
+    call (under cProfile on an H100, about 7 s beside a 3 s Python reference of the real dataset, in torch's set-up
+    and clean-up around it); stopped at its first wait, such a call costs next to nothing."""
     stream = torch.cuda.Stream(device)
     stream.wait_stream(torch.cuda.current_stream(device))
     graph = torch.cuda.CUDAGraph()
     try:
         for generator in generators:
             graph.register_generator_state(generator)
-        with torch.cuda.stream(stream), host_syncs() as synced:
+        with torch.cuda.stream(stream), refused_host_syncs():
             call(0)
         torch.cuda.synchronize(device)
     except Exception as exc:
-        raise GraphCaptureFailed(_first_line(exc)) from exc
-    if synced:
-        raise GraphCaptureFailed(f"the call waits for the device ({synced[0]}), which a CUDA graph cannot hold")
+        if SYNC_MESSAGE not in str(exc):
+            raise GraphCaptureFailed(_first_line(exc)) from exc
+        torch.cuda.synchronize(device)  # what the call queued before it was stopped
+        raise GraphCaptureFailed(f"the call waits for the device ({_first_line(exc)}), which a CUDA graph cannot "
+                                 "hold") from exc
     try:
         with torch.cuda.graph(graph, stream=stream):
             for k in range(calls):
@@ -55,19 +58,17 @@ def capture(call: Step, calls: int, device: torch.device,
 
 
 @contextmanager
-def host_syncs() -> Iterator[list[str]]:
-    """The messages of torch's sync debug mode for the operations inside that made the host wait for the device
-    (filled in on exit; empty where none did)."""
-    found: list[str] = []
+def refused_host_syncs() -> Iterator[None]:
+    """Inside, an operation that would make the host wait for the device raises (torch's sync debug mode, "error":
+    a RuntimeError whose message holds ``SYNC_MESSAGE``) instead of waiting."""
     mode = torch.cuda.get_sync_debug_mode()
-    with warnings.catch_warnings(record=True) as caught:  # torch's own warning that the mode is a prototype too
-        warnings.simplefilter("always")
-        torch.cuda.set_sync_debug_mode("warn")
+    with warnings.catch_warnings():  # torch warns that the mode is a prototype
+        warnings.simplefilter("ignore")
+        torch.cuda.set_sync_debug_mode("error")
         try:
-            yield found
+            yield
         finally:
             torch.cuda.set_sync_debug_mode(mode)
-    found.extend(str(w.message) for w in caught if SYNC_WARNING in str(w.message))
 
 
 def _first_line(exc: Exception) -> str:

@@ -39,3 +39,40 @@ def test_a_round_says_more_calls_follow_only_where_they_follow_at_once():
     claim = harness.time(4, 4, [1, 2], rounds, Slot(bytearray(64)), replay=ReplayShape(2, 2, 2))
     assert len(claim.samples_ms) == 4
     assert rounds.ends == [(2, True), (4, False), (6, True), (8, False)]
+
+
+def test_calls_known_to_be_long_are_timed_with_cuda_events_from_the_start(monkeypatch):
+    """Counting a call's GPU activities means tracing its warm-up with CUPTI, which costs a call of many launches
+    seconds: once the solution's latest call (the correctness call, then a session's median) took
+    EVENTS_FROM_CALL_MS or more, the timer is asked for CUDA events; a quick one keeps CUPTI."""
+    import time
+
+    import flashinfer_bench.testing as testing
+    from flashinfer_bench.bench import harness as harnesses
+
+    asked = []
+    real = testing.bench_gpu_time_detailed
+
+    def spied(*args, **kwargs):
+        asked.append(kwargs["enable_cupti"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(testing, "bench_gpu_time_detailed", spied)
+    pause = {"s": harnesses.EVENTS_FROM_CALL_MS * 1.5e-3}
+
+    def slow(x, y):
+        time.sleep(pause["s"])
+        return torch.add(y, x, alpha=2)
+
+    harness = Harness(Definition.model_validate(SCALE_ADD), Workload(uuid="w", axes={"n": 8}, inputs={}), "cpu",
+                      None, ValueReturning(slow))
+    assert harness.latest_call_ms is None
+    harness.time(2, 2, [1, 2], Rounds(), Slot(bytearray(64)))  # no call known yet: CUPTI asked for
+    assert harness.latest_call_ms >= harnesses.EVENTS_FROM_CALL_MS  # the session's median sample
+    harness.call(7, Slot(bytearray(64)))
+    assert harness.latest_call_ms >= harnesses.EVENTS_FROM_CALL_MS  # the call, timed
+    harness.time(2, 2, [1, 2], Rounds(), Slot(bytearray(64)))
+    pause["s"] = 0.0
+    harness.time(2, 2, [1, 2], Rounds(), Slot(bytearray(64)))  # still known long from the session before
+    harness.time(2, 2, [1, 2], Rounds(), Slot(bytearray(64)))  # now known quick
+    assert asked == [True, False, False, True]

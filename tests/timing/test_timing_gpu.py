@@ -70,8 +70,9 @@ def test_a_pinned_buffer_takes_device_outputs_and_gives_them_back():
         slot.close()
 
 
-def test_a_call_that_waits_for_the_device_is_not_captured(monkeypatch):
+def test_a_call_that_waits_for_the_device_is_stopped_there_and_not_captured(monkeypatch):
     x = torch.ones(256, device="cuda")
+    after_the_wait = []
     captures = []
     real_begin = torch.cuda.CUDAGraph.capture_begin
 
@@ -80,9 +81,16 @@ def test_a_call_that_waits_for_the_device_is_not_captured(monkeypatch):
         return real_begin(graph, *args, **kwargs)
 
     monkeypatch.setattr(torch.cuda.CUDAGraph, "capture_begin", spied_begin)
+    def waits(_: int) -> None:
+        x.mul_(3)
+        x.sum().item()
+        after_the_wait.append(1)  # a 3 s reference of the real dataset waits early and goes on for seconds
+
     with pytest.raises(GraphCaptureFailed, match="waits for the device"):
-        capture(lambda _: x.sum().item(), 4, torch.device("cuda"))
-    assert captures == [] and torch.cuda.get_sync_debug_mode() == 0  # the mode is put back
+        capture(waits, 4, torch.device("cuda"))
+    assert captures == [] and after_the_wait == [] and torch.cuda.get_sync_debug_mode() == 0  # the mode is put back
+    assert torch.equal(x, torch.full_like(x, 3))  # what it queued before the wait ran
+    x.fill_(1)
     graph = capture(lambda _: x.mul_(2), 3, torch.device("cuda"))  # one that does not wait: captured as before
     x.fill_(1)
     graph.replay()

@@ -105,7 +105,9 @@ class PerformanceResult:
 #: A reference's timing session makes the configured calls, or fewer where its calls are slow: as many as its call
 #: in the baseline's last trial would take ``REFERENCE_SESSION_MS`` for, at least ``REFERENCE_LEAST_CALLS`` (a
 #: slow reference is far slower than the solutions it is the speed-up's baseline for, so a few samples place it
-#: well enough, and its sessions are paid for on every workload). The warm-up shrinks with the timed calls.
+#: well enough, and its sessions are paid for on every workload). The warm-up shrinks with the timed calls, and a
+#: call that alone takes ``REFERENCE_SESSION_MS`` has none: that trial's call, just made in this process, warmed it
+#: (the real dataset's mla_paged_prefill reference takes 3 s a call at its largest workload).
 REFERENCE_SESSION_MS, REFERENCE_LEAST_CALLS = 100.0, 3
 
 
@@ -114,6 +116,8 @@ def reference_calls(cfg: ResolvedEvalConfig, call_ms: float | None) -> tuple[int
     iterations = cfg.iterations
     if call_ms is not None and call_ms > 0:
         iterations = min(iterations, max(REFERENCE_LEAST_CALLS, int(REFERENCE_SESSION_MS / call_ms)))
+    if call_ms is not None and call_ms >= REFERENCE_SESSION_MS:
+        return 0, iterations
     warmup = min(cfg.warmup_runs, max(1, -(-cfg.warmup_runs * iterations // max(cfg.iterations, 1))))
     return warmup, iterations
 

@@ -12,24 +12,30 @@ left of a round's window is the solution's device work, its graph's launch inclu
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.windows import Round
-from flashinfer_bench.bench.replay import ReplayShape
+from flashinfer_bench.bench.replay import SHIPPED_MOST_CALLS, ReplayShape
 from flashinfer_bench.bench.seeds import SeedStream
 from flashinfer_bench.bench.slot import total_bytes
 
 #: A round keeps at most this many bytes of outputs (the worker keeps a copy of every call's outputs until the
-#: round's picks are shipped; a replayed round keeps them on the device).
+#: round's picks are shipped).
 KEPT_BYTES = 128 << 20
+#: A replayed round keeps at most this many, in its ring on the device (bench/replay.py): enough for rounds of
+#: small calls with large outputs to last ``REPLAYED_ROUND_MS``. With ``KEPT_BYTES``, 2 MB outputs held rounds to 64
+#: calls, about 1.9 ms on an H100, where the exchange's noise alone put honest claims below the bound
+#: (docs/measurements.md). Only the picked calls' outputs are shipped (``SHIPPED_MOST_CALLS``).
+REPLAYED_KEPT_BYTES = 512 << 20
 #: A claimed latency under this fraction of the work per call, less this margin, is not believed: a replayed round's
 #: window is the device's time, so the work per call is known to about a microsecond (docs/security.md).
 REPLAYED_PLAUSIBLE_FRACTION, REPLAYED_MARGIN_MS = 0.9, 0.001
-#: This many rounds after the warm-up: the first of ``REPLAYED_FIRST_CALLS`` calls, the others all of one size, the
-#: first size times a power of two, enough for about ``REPLAYED_ROUND_MS`` of work at the first round's time per
-#: call (a long round makes the exchange and its noise small per call: an honest claim of a few microseconds is
-#: read against them), at most ``REPLAYED_MOST_CALLS`` calls, at most ``KEPT_BYTES`` of outputs.
+#: This many rounds after the warm-up: the first of ``REPLAYED_FIRST_CALLS`` calls, the later ones the first size
+#: times a power of two, enough for about ``REPLAYED_ROUND_MS`` of work at the least time per call so far
+#: (``next_round_calls``; a long round makes the exchange and its noise small per call: an honest claim of a few
+#: microseconds is read against them), at most ``REPLAYED_MOST_CALLS`` calls and ``REPLAYED_KEPT_BYTES`` of outputs.
 REPLAYED_FIRST_CALLS, REPLAYED_ROUNDS = 16, 5
 REPLAYED_ROUND_MS, REPLAYED_MOST_CALLS = 4.0, 1024
 #: A replayed round's calls are each picked for checking with the session's probability, or with this many over
@@ -53,9 +59,9 @@ NOT_REPLAYED_NOTE = ("timing: the calls were made one at a time, not replayed fr
                      "the judge's clock bounds the claim more loosely (docs/security.md)")
 
 
-def kept_calls(ctx: EvaluationContext) -> int:
-    """How many calls' outputs fit in ``KEPT_BYTES`` (at least one)."""
-    return max(1, KEPT_BYTES // max(total_bytes(ctx.output_layouts), 1))
+def kept_calls(ctx: EvaluationContext, kept_bytes: int = KEPT_BYTES) -> int:
+    """How many calls' outputs fit in ``kept_bytes`` (at least one)."""
+    return max(1, kept_bytes // max(total_bytes(ctx.output_layouts), 1))
 
 
 def replay_shape(ctx: EvaluationContext, warmup: int, probability: float) -> ReplayShape | None:
@@ -65,7 +71,7 @@ def replay_shape(ctx: EvaluationContext, warmup: int, probability: float) -> Rep
     if not warmup or ctx.input_plan.replay_obstacle is not None:
         return None
     most = REPLAYED_ROUND_PICKS if probability >= 1.0 else REPLAYED_MOST_CALLS
-    most = max(1, min(most, kept_calls(ctx)))
+    most = max(1, min(most, kept_calls(ctx, REPLAYED_KEPT_BYTES)))
     return ReplayShape(min(REPLAYED_FIRST_CALLS, most), most, REPLAYED_ROUNDS)
 
 
@@ -79,6 +85,19 @@ def replayed_round_seeds(stream: SeedStream, first: int, calls: int) -> list[int
 def round_probability(probability: float, calls: int) -> float:
     """Each call's chance of being picked in a replayed round of ``calls`` (``REPLAYED_ROUND_PICKS``)."""
     return probability if probability >= 1.0 else min(probability, REPLAYED_ROUND_PICKS / max(calls, 1))
+
+
+def replayed_picks(stream: SeedStream, probability: float, first: int, count: int, planned_last: int) -> list[int]:
+    """The calls of a replayed round (``first`` to ``count``) picked for checking: each with ``round_probability``,
+    drawn from a generator seeded from the run's secret once per round (the same for every solution whose rounds are
+    the same: a hash per call cost the judge about 2.5 ms per 1,024 calls), and ``planned_last`` where the round holds
+    it; at most ``SHIPPED_MOST_CALLS``, the planned last among them."""
+    chance, each = random.Random(stream.seed("picks", first)).random, round_probability(probability, count - first)
+    picks = [i for i in range(first, count) if chance() < each or i == planned_last]
+    if len(picks) <= SHIPPED_MOST_CALLS:
+        return picks
+    kept = picks[:SHIPPED_MOST_CALLS - 1]
+    return [*kept, planned_last if planned_last in picks[len(kept):] else picks[len(kept)]]
 
 
 def later_round_calls(replay: ReplayShape, iterations: int, per_call_ms: float | None) -> int:
@@ -96,15 +115,16 @@ def later_round_calls(replay: ReplayShape, iterations: int, per_call_ms: float |
 
 def next_round_calls(replay: ReplayShape, iterations: int, done: Sequence[Round],
                      exchange_ms: float) -> int:
-    """The next replayed round's calls, after the replayed rounds ``done``: after the first, sized at the first
-    round's time per call (its window less the exchange and what the host held it up: whatever else the window held
-    makes the rounds shorter than asked for, never longer), and never fewer than the round before; twice those
-    (up to ``replay.most_calls``) after a later round the host held up for more than ``LENGTHENED_HELD_SHARE`` of
-    its window."""
+    """The next replayed round's calls, after the replayed rounds ``done``: after the first, sized at the least time
+    per call of the rounds so far (a window less the exchange and what the host held it up: whatever else a window
+    held makes the rounds shorter than asked for, never longer; the first round's, of few calls, came out up to four
+    times the later ones' on an H100, and rounds sized on it alone lasted half ``REPLAYED_ROUND_MS``), and never
+    fewer than the round before; twice those (up to ``replay.most_calls``) after a later round the host held up for
+    more than ``LENGTHENED_HELD_SHARE`` of its window."""
     if not done:
         return replay.first_calls
-    first, latest = done[0], done[-1]
-    calls = later_round_calls(replay, iterations, (first.wall_ms - first.held_ms - exchange_ms) / first.calls)
+    latest = done[-1]
+    calls = later_round_calls(replay, iterations, min((r.wall_ms - r.held_ms - exchange_ms) / r.calls for r in done))
     if len(done) > 1:
         calls = max(calls, latest.calls)
         if latest.held_ms > LENGTHENED_HELD_SHARE * latest.wall_ms:

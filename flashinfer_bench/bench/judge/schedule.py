@@ -34,7 +34,6 @@ to the next. Either way with a note in the trace's log. docs/security.md states 
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Iterator, Sequence
 from statistics import median
@@ -57,8 +56,8 @@ from flashinfer_bench.bench.judge.replayed import (
     net_samples,
     next_round_calls,
     replay_shape,
+    replayed_picks,
     replayed_round_seeds,
-    round_probability,
     work_per_call,
 )
 from flashinfer_bench.bench.judge.windows import Round, SessionLatency, Shipment, log_windows
@@ -200,17 +199,11 @@ class TimedSchedule:
         if replay:
             self.replayed_from = count
         # Whether call i is checked: a draw from the run's secret, unpredictable to the worker and the same for
-        # every solution of the workload (so the reference's outputs for it serve them all: TimedCheck.expected);
-        # in a replayed round, from a generator seeded from the secret once per round (the same for every solution
-        # whose rounds are the same): a hash per call cost the judge about 2.5 ms per 1,024 calls.
+        # every solution of the workload (so the reference's outputs for it serve them all: TimedCheck.expected).
         if replayed:
-            probability, chance = round_probability(self.probability, count - first), random.Random(
-                self.stream.seed("picks", first)).random
-            draws = [chance() for _ in range(first, count)]
-        else:
-            probability = self.probability
-            draws = [self.stream.seed("pick", i) / (1 << 63) for i in range(first, count)]
-        return [i for i, draw in enumerate(draws, first) if draw < probability or i + 1 == self.calls]
+            return replayed_picks(self.stream, self.probability, first, count, self.calls - 1)
+        return [i for i in range(first, count)
+                if self.stream.seed("pick", i) / (1 << 63) < self.probability or i + 1 == self.calls]
 
     def asking(self) -> float:
         """Now, as the picked calls' outputs are asked for: their shipment's window opens."""

@@ -637,7 +637,9 @@ def test_a_slow_reference_is_timed_in_fewer_calls_and_never_fewer_than_the_least
     assert reference_calls(cfg, None) == (10, 50)  # its time unknown: as configured
     assert reference_calls(cfg, REFERENCE_SESSION_MS / 100) == (10, 50)  # fast: as configured
     assert reference_calls(cfg, REFERENCE_SESSION_MS / 25) == (5, 25)  # the warm-up shrinks with the calls
-    assert reference_calls(cfg, REFERENCE_SESSION_MS * 10) == (1, REFERENCE_LEAST_CALLS)
+    assert reference_calls(cfg, REFERENCE_SESSION_MS / 2) == (1, REFERENCE_LEAST_CALLS)
+    # A call of a whole session's time: the baseline's call just before warmed it.
+    assert reference_calls(cfg, REFERENCE_SESSION_MS * 10) == (0, REFERENCE_LEAST_CALLS)
     few = ResolvedEvalConfig(warmup_runs=0, iterations=2, num_trials=1, rtol=1e-2, atol=1e-2)
     assert reference_calls(few, REFERENCE_SESSION_MS * 10) == (0, 2)  # never more than configured
 

@@ -13,10 +13,12 @@ from flashinfer_bench.bench.judge.replayed import (
     later_round_calls,
     net_samples,
     next_round_calls,
+    replayed_picks,
     round_probability,
     work_per_call,
 )
-from flashinfer_bench.bench.replay import ReplayShape
+from flashinfer_bench.bench.replay import SHIPPED_MOST_CALLS, ReplayShape
+from flashinfer_bench.bench.seeds import SeedStream
 
 
 @dataclass
@@ -71,7 +73,52 @@ def test_later_rounds_double_from_the_first_for_the_planned_calls_and_the_round_
     assert next_round_calls(shape, 50, [first, held, Clocked(256, 10.0)], exchange_ms=0.3) == 256
 
 
+def test_later_rounds_are_sized_at_the_least_time_per_call_of_the_rounds_so_far():
+    """The first round's few calls read slow per call (on an H100 up to four times the later rounds'): once a later
+    round shows the calls are quicker, the next is sized on that, so the rounds last REPLAYED_ROUND_MS."""
+    shape = ReplayShape(first_calls=16, most_calls=1024, rounds=5)
+    slow_first = Clocked(16, 0.3 + 16 * REPLAYED_ROUND_MS / 100)  # 100 calls would make a round, by this one
+    assert next_round_calls(shape, 50, [slow_first], exchange_ms=0.3) == 128
+    quick = Clocked(128, 0.3 + 128 * REPLAYED_ROUND_MS / 400)  # by this one, 400 calls
+    assert next_round_calls(shape, 50, [slow_first, quick], exchange_ms=0.3) == 512
+    # A round the host held up reads no quicker for it: its waits come out of its window first.
+    held = Clocked(128, 0.3 + 128 * REPLAYED_ROUND_MS / 100 + 0.01, held_ms=0.01)
+    assert next_round_calls(shape, 50, [slow_first, held], exchange_ms=0.3) == 128
+
+
 def test_a_replayed_round_picks_about_the_same_number_of_calls_whatever_its_size():
     assert round_probability(0.125, 16) == 0.125  # 2 of 16: the session's own probability is the smaller
     assert round_probability(0.125, 1024) == REPLAYED_ROUND_PICKS / 1024
     assert round_probability(1.0, 1024) == 1.0  # a check of every call (sampling's) keeps every call
+
+
+def test_a_replayed_round_ships_at_most_so_many_picks_the_planned_last_among_them():
+    stream = SeedStream(b"secret", "timed", 0)
+    picks = replayed_picks(stream, 0.125, 100, 1124, planned_last=1123)
+    assert picks == replayed_picks(stream, 0.125, 100, 1124, planned_last=1123)  # the run's secret decides
+    assert 1123 in picks and all(100 <= i < 1124 for i in picks) and picks == sorted(picks)
+    # With every call picked (a check that needs them all), the first ones go, and the planned last.
+    everything = replayed_picks(stream, 1.0, 0, 200, planned_last=150)
+    assert len(everything) == SHIPPED_MOST_CALLS
+    assert everything == [*range(SHIPPED_MOST_CALLS - 1), 150]
+    assert replayed_picks(stream, 1.0, 0, 200, planned_last=500) == list(range(SHIPPED_MOST_CALLS))
+
+
+def test_a_replayed_rounds_ring_holds_more_outputs_than_a_round_of_single_calls_but_ships_only_its_picks():
+    """Calls with 2 MB of outputs replay rounds of up to 256 calls (REPLAYED_KEPT_BYTES on the device, not the 64
+    of KEPT_BYTES, which held such rounds under 2 ms); the buffer that ships their picks holds SHIPPED_MOST_CALLS."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from flashinfer_bench.bench.judge.replayed import KEPT_BYTES, REPLAYED_KEPT_BYTES, replay_shape
+    from flashinfer_bench.bench.judge.solution import most_calls_shipped
+    from flashinfer_bench.bench.slot import TensorLayout
+
+    two_mb = [TensorLayout("out", torch.float32, (512 * 1024,))]
+    ctx = SimpleNamespace(input_plan=SimpleNamespace(replay_obstacle=None), output_layouts=two_mb)
+    shape = replay_shape(ctx, warmup=1, probability=0.125)
+    assert shape is not None and shape.most_calls == REPLAYED_KEPT_BYTES // (2 << 20) == 256 > KEPT_BYTES // (2 << 20)
+    assert replay_shape(ctx, warmup=0, probability=0.125) is None  # no warm-up: nothing tells the replays apart
+    assert most_calls_shipped(SimpleNamespace(round_limit=10, replay=shape)) == SHIPPED_MOST_CALLS
+    assert most_calls_shipped(SimpleNamespace(round_limit=10, replay=None)) == 10
