@@ -81,6 +81,7 @@ def test_a_call_that_waits_for_the_device_is_stopped_there_and_not_captured(monk
         return real_begin(graph, *args, **kwargs)
 
     monkeypatch.setattr(torch.cuda.CUDAGraph, "capture_begin", spied_begin)
+
     def waits(_: int) -> None:
         x.mul_(3)
         x.sum().item()
@@ -90,7 +91,6 @@ def test_a_call_that_waits_for_the_device_is_stopped_there_and_not_captured(monk
         capture(waits, 4, torch.device("cuda"))
     assert captures == [] and after_the_wait == [] and torch.cuda.get_sync_debug_mode() == 0  # the mode is put back
     assert torch.equal(x, torch.full_like(x, 3))  # what it queued before the wait ran
-    x.fill_(1)
     graph = capture(lambda _: x.mul_(2), 3, torch.device("cuda"))  # one that does not wait: captured as before
     x.fill_(1)
     graph.replay()
