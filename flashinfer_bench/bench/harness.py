@@ -15,8 +15,8 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Any, Protocol
+from functools import cached_property, partial
+from typing import Any, Protocol, TypeVar
 
 import torch
 
@@ -31,7 +31,7 @@ from flashinfer_bench.bench.calling import (
     take_values,
 )
 from flashinfer_bench.bench.inputs import InputPlan
-from flashinfer_bench.bench.replay import SHIPPED_MOST_CALLS, ReplayedCalls, ReplayShape, graph_sizes
+from flashinfer_bench.bench.replay import ReplayedCalls, ReplayShape, graph_sizes
 from flashinfer_bench.bench.slot import Slot, TensorLayout, output_layouts, output_mismatch, total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.failures import CallFailed
@@ -49,6 +49,8 @@ CUPTI_MOST_ACTIVITIES = 16
 #: the call (the real dataset's mla_paged_prefill reference, a Python loop of about 230,000 launches: seconds a
 #: traced call, docs/measurements.md).
 EVENTS_FROM_CALL_MS = 20.0
+
+_Result = TypeVar("_Result")
 
 
 @contextmanager
@@ -124,11 +126,7 @@ class Harness:
         with seeded(rng_seed, self.device) if rng_seed is not None else nullcontext():
             for _ in range(repeat):
                 live = clone_inputs(pristine)
-                started = time.perf_counter()
-                outputs = self.outputs(live)
-                if self.device.startswith("cuda"):
-                    torch.cuda.synchronize(self.device)
-                self.latest_call_ms = (time.perf_counter() - started) * 1e3
+                outputs, self.latest_call_ms = self._clocked(partial(self.outputs, live))
                 offset = slot.write(offset, outputs)
         slot.write(offset, [live[names.index(name)] for name in return_inputs])
         return modified_inputs(names, pristine, live)
@@ -180,7 +178,7 @@ class Harness:
         the work from the shortest, judge/replayed.py); a sample is a round's time per call, the harness's own
         device work in it included (the judge takes out its own measure of that work). The last warm-up round's end
         tells the judge that replays follow."""
-        slot.reserve(max(len(seeds), min(replay.most_calls, SHIPPED_MOST_CALLS)) * total_bytes(self.layouts))
+        slot.reserve(max(len(seeds), replay.shipped_most_calls) * total_bytes(self.layouts))
         timed, replayed = replays
         pending = deque(seeds)
         kept: list[tuple[Any, ...]] = []
@@ -252,7 +250,7 @@ class Harness:
                     upcoming.extend(exchange.more())
                 take_values(live, self.inputs(upcoming.popleft()))
                 if timed.has_setup:
-                    elapsed = self._clocked(timed.set_up)
+                    _, elapsed = self._clocked(timed.set_up)
                     if begun >= warmup:
                         setup_ms.append(elapsed)
             begun += 1
@@ -274,13 +272,13 @@ class Harness:
         return TimingClaim([float(s) for s in result.samples_ms], result.method, setup_ms, result.cache_policy,
                            result.cuda_graph)
 
-    def _clocked(self, step: Callable[[], None]) -> float:
-        """Milliseconds ``step`` takes, the device work it queues included."""
+    def _clocked(self, step: Callable[[], _Result]) -> tuple[_Result, float]:
+        """What ``step`` returns, and the milliseconds it takes, the device work it queues included."""
         start = time.perf_counter()
-        step()
+        result = step()
         if self.device.startswith("cuda"):
             torch.cuda.synchronize(self.device)
-        return (time.perf_counter() - start) * 1e3
+        return result, (time.perf_counter() - start) * 1e3
 
     def _ship(self, calls: list[tuple[Any, ...]], slot: Slot) -> None:
         """Put these calls' kept outputs in the buffer, one after the other (each call's timer step ran once its

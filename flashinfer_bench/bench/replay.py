@@ -62,6 +62,11 @@ class ReplayShape:
     most_calls: int
     rounds: int
 
+    @property
+    def shipped_most_calls(self) -> int:
+        """The most calls whose outputs one shipment of a replayed round's picks carries."""
+        return min(self.most_calls, SHIPPED_MOST_CALLS)
+
 
 class ReplayedCalls:
     """Captured graphs of calls of ``call`` (which calls with ``inputs``, a list whose tensors each call's fresh

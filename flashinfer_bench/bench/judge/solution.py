@@ -17,7 +17,7 @@ import torch
 
 from flashinfer_bench.bench.judge.clock import ClockFloor, HostWatch
 from flashinfer_bench.bench.judge.context import EvaluationContext
-from flashinfer_bench.bench.replay import SHIPPED_MOST_CALLS, ReplayShape
+from flashinfer_bench.bench.replay import ReplayShape
 from flashinfer_bench.bench.slot import Slot, TensorLayout, from_bytes, input_layouts, total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.judge_worker import Sent
@@ -60,8 +60,7 @@ class Schedule(Protocol):
 
 def most_calls_shipped(schedule: Schedule) -> int:
     """The most calls whose outputs one shipment carries: a round's, or a replayed round's picks."""
-    replayed = min(schedule.replay.most_calls, SHIPPED_MOST_CALLS) if schedule.replay is not None else 0
-    return max(schedule.round_limit, replayed)
+    return max(schedule.round_limit, schedule.replay.shipped_most_calls if schedule.replay is not None else 0)
 
 
 def call_slot_bytes(ctx: EvaluationContext, repeat: int, return_inputs: Sequence[str]) -> int:
