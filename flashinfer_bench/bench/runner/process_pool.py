@@ -59,6 +59,8 @@ class ProcessRunner(Runner):
     def run(self, groups: Iterable[Sequence[WorkItem]], on_verdict: OnVerdict) -> None:
         pending: queue.Queue[Sequence[WorkItem]] = queue.Queue()
         groups = list(groups)
+        for slot in self.slots:
+            slot.show_for(item for group in groups for item in group)
         for group in groups:
             pending.put(group)
         self.prebuilder.plan((item.solution for group in groups for item in group),

@@ -21,6 +21,7 @@ from helpers import (
 
 from flashinfer_bench.bench import Benchmark, BenchmarkConfig
 from flashinfer_bench.bench.runner import isolated_runner, persistent_runner
+from flashinfer_bench.bench.runner.device_slot import SPARE_WORKERS
 from flashinfer_bench.bench.runner.process import JudgeProcess, WorkerProcess
 from flashinfer_bench.data import TraceSet
 
@@ -175,9 +176,73 @@ def test_a_retired_worker_stops_in_the_background_but_its_solutions_next_item_wa
 def test_a_worker_that_dies_before_it_is_ready_is_replaced(tmp_path):
     trace_set = TraceSet.from_path(scale_add_set(tmp_path, {"ok": PRINT_PID}, sizes=(8,)))
     runner = persistent_runner(["cpu"], timeout_seconds=30)
-    runner.slots[0].spare.process.kill()  # the worker about to become active dies during start-up
+    runner.slots[0].spares[0].process.kill()  # the worker about to become active dies during start-up
     result = Benchmark(trace_set, CONFIG, runner_factory=lambda c: runner).run_all(save_results=False)
     assert result.traces["scale_add"][0].evaluation.status.value == "PASSED"
+
+
+def test_spare_workers_are_started_ahead_and_replaced_as_they_are_attached(tmp_path, monkeypatch):
+    trace_set = TraceSet.from_path(scale_add_set(tmp_path, {"a": PRINT_PID, "b": PRINT_PID}, sizes=(8,)))
+    runner = persistent_runner(["cpu"], timeout_seconds=30)
+    slot = runner.slots[0]
+    started = list(slot.spares)
+    attached = []
+    evaluate = JudgeProcess.evaluate
+
+    def counted(self, item, worker, *args, **kwargs):
+        attached.append((worker, len(slot.spares)))
+        return evaluate(self, item, worker, *args, **kwargs)
+
+    monkeypatch.setattr(JudgeProcess, "evaluate", counted)
+    result = Benchmark(trace_set, CONFIG, runner_factory=lambda c: runner).run_all(save_results=False)
+    assert [t.evaluation.status.value for t in result.traces["scale_add"]] == ["PASSED", "PASSED"]
+    assert len(started) == SPARE_WORKERS
+    # One worker per solution, the first a spare started with the runner, each replaced as it was attached.
+    workers = [worker for worker, _ in attached]
+    assert workers[0] is started[0] and len(set(workers)) == 2
+    assert [count for _, count in attached] == [SPARE_WORKERS, SPARE_WORKERS]
+
+
+def test_every_worker_sees_the_blobs_of_the_whole_run_from_its_start(tmp_path, monkeypatch):
+    """Blob files of their own per workload: each item needs a path the items before did not show. The view is
+    widened once, ahead of the items, so no spare is replaced halfway through the run (the next attach would wait
+    for its start-up)."""
+    from safetensors.torch import save_file
+
+    from flashinfer_bench.bench.runner.device_slot import DeviceSlot
+
+    root = tmp_path / "set"
+    lines = []
+    for name in ("w1", "w2"):
+        lines.append(workload_line("scale_add", name, {"n": 4},
+                                   {"x": {"type": "safetensors", "path": f"{name}.safetensors", "tensor_key": "x"}}))
+    root = write_trace_set(root, [SCALE_ADD], [python_solution("a", PRINT_PID), python_solution("b", PRINT_PID)],
+                           {"scale_add": lines})
+    blobs = []
+    for name in ("w1", "w2"):
+        save_file({"x": torch.ones(4)}, str(root / f"{name}.safetensors"))
+        blobs.append(str((root / f"{name}.safetensors").resolve()))
+    policies, attached = {}, []
+    new_worker, evaluate = DeviceSlot._new_worker, JudgeProcess.evaluate
+
+    def recorded(self):
+        worker = new_worker(self)
+        policies[worker] = self.policy
+        return worker
+
+    def evaluated(self, item, worker, *args, **kwargs):
+        attached.append(worker)
+        return evaluate(self, item, worker, *args, **kwargs)
+
+    monkeypatch.setattr(DeviceSlot, "_new_worker", recorded)
+    monkeypatch.setattr(JudgeProcess, "evaluate", evaluated)
+    result = Benchmark(TraceSet.from_path(root), CONFIG).run_all(save_results=False)
+    assert {t.evaluation.status.value for t in result.traces["scale_add"]} == {"PASSED"}
+    assert len(attached) == 4 and len(set(attached)) == 2  # persistent: one worker per solution
+    for worker in attached:
+        assert all(blob in policies[worker].read_only for blob in blobs)
+    # The spares started with the runner, then those started once the run's view was known, then one per attach.
+    assert len(policies) == 2 * SPARE_WORKERS + 2
 
 
 def test_torch_settings_changed_by_a_solution_do_not_reach_the_next(tmp_path):

@@ -72,6 +72,7 @@ def serve(conn: Connection) -> None:
                 return
             if tag != GROUP:
                 raise ValueError(f"expected {GROUP!r} or {STOP!r} from the host, got {tag!r}")
+            slot.show_for(payload)
             for index, item in enumerate(payload):
                 conn.send((VERDICT, evaluate(slot, item, index, log_path, config.timeout_seconds, references)))
             conn.send((GROUP_DONE, None))
