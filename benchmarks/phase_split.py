@@ -3,7 +3,9 @@
 A run with ``$FLASHINFER_BENCH_PHASES_FILE`` set (bench/runner/phase_log.py) appends one JSON line per verdict
 with its evaluation's phases (bench/judge/phases.py). This prints, for each definition named with ``--apart`` and
 then for all the others together: the evaluations, and per phase (and the whole evaluation) the seconds in all and
-the median per evaluation. ``--each`` also prints every evaluation of the definitions set apart.
+the median per evaluation. ``--each`` also prints every evaluation of the definitions set apart. Last, the time
+between evaluations on each device (from one's end to the next one's start on the judge's clock: the parent's work
+and waits between items, such as a worker's start-up), in all and the largest.
 
     FLASHINFER_BENCH_PHASES_FILE=phases.jsonl python3 benchmarks/dataset_check.py --max-workloads-per-definition 2
     python3 benchmarks/phase_split.py phases.jsonl --apart mla_paged_prefill_causal_h16_ckv512_kpe64_ps1 --each
@@ -12,6 +14,7 @@ the median per evaluation. ``--each`` also prints every evaluation of the defini
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 from pathlib import Path
@@ -27,6 +30,20 @@ def summary(records: list[dict]) -> str:
         values = [r["phases"][name] for r in records]
         parts.append(f"{name[:-2]} {sum(values):.1f} s (median {statistics.median(values):.3f})")
     return "; ".join(parts)
+
+
+def between(records: list[dict], largest: int = 3) -> list[str]:
+    """Per device: the seconds between its evaluations in all, and the ``largest`` gaps with the solutions on
+    either side."""
+    lines = []
+    for device in sorted({r["phases"]["device"] for r in records}):
+        own = sorted((r for r in records if r["phases"]["device"] == device), key=lambda r: r["phases"]["started_at"])
+        gaps = [(after["phases"]["started_at"] - before["phases"]["started_at"] - before["phases"]["total_s"],
+                 before["solution"], after["solution"]) for before, after in itertools.pairwise(own)]
+        top = ", ".join(f"{gap:.2f} s ({first} to {second})" for gap, first, second in sorted(gaps, reverse=True)[:largest])
+        lines.append(f"between evaluations on {device}: {sum(g for g, _, _ in gaps):.1f} s in all"
+                     + (f"; the largest {top}" if top else ""))
+    return lines
 
 
 def main() -> None:
@@ -48,6 +65,7 @@ def main() -> None:
     rest = [r for r in records if r["definition"] not in args.apart]
     if rest:
         print(f"{'the others' if args.apart else 'all'}: {summary(rest)}")
+    print("\n".join(between(records)))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,23 @@ def test_phase_split_sums_and_takes_medians_with_the_named_definitions_apart(tmp
     assert run_script("phase_split.py", str(path)).startswith("all: 5 evaluations; total 47.0 s")
 
 
+def test_phase_split_sums_the_time_between_evaluations_per_device(tmp_path):
+    def record(solution: str, device: str, started_at: float, total: float) -> dict:
+        return {"definition": "d", "solution": solution, "workload": "w", "status": "PASSED",
+                "phases": {"device": device, "started_at": started_at, "total_s": total,
+                           **{name: 0.0 for name in PHASES}}}
+
+    path = tmp_path / "phases.jsonl"
+    lines = [record("b", "cuda:0", 12.0, 1.0), record("a", "cuda:0", 10.0, 1.5), record("c", "cuda:0", 13.5, 1.0),
+             record("x", "cuda:1", 0.0, 5.0), record("y", "cuda:1", 5.25, 1.0)]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = run_script("phase_split.py", str(path)).splitlines()
+    # cuda:0 in start order a (10-11.5), b (12-13), c (13.5-): gaps 0.5 and 0.5; cuda:1: 0.25.
+    assert out[1] == ("between evaluations on cuda:0: 1.0 s in all; the largest 0.50 s (b to c), "
+                      "0.50 s (a to b)")
+    assert out[2] == "between evaluations on cuda:1: 0.2 s in all; the largest 0.25 s (x to y)"
+
+
 def test_replayed_rounds_groups_sessions_by_round_size_leaving_out_the_first_round_and_captures(tmp_path):
     def session(purpose: str, first_calls: int, calls: int, walls: list[float]) -> dict:
         rounds = [[0, 10, 5.0, 0.0, False], [10, first_calls, 9.0, 0.0, True]]  # warm-up, first replayed round
