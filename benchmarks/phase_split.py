@@ -40,7 +40,8 @@ def between(records: list[dict], largest: int = 3) -> list[str]:
         own = sorted((r for r in records if r["phases"]["device"] == device), key=lambda r: r["phases"]["started_at"])
         gaps = [(after["phases"]["started_at"] - before["phases"]["started_at"] - before["phases"]["total_s"],
                  before["solution"], after["solution"]) for before, after in itertools.pairwise(own)]
-        top = ", ".join(f"{gap:.2f} s ({first} to {second})" for gap, first, second in sorted(gaps, reverse=True)[:largest])
+        top = ", ".join(f"{gap:.2f} s ({first} to {second})"
+                        for gap, first, second in sorted(gaps, reverse=True)[:largest])
         lines.append(f"between evaluations on {device}: {sum(g for g, _, _ in gaps):.1f} s in all"
                      + (f"; the largest {top}" if top else ""))
     return lines

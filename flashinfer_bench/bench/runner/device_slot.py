@@ -4,10 +4,10 @@ replace the active one the moment it dies.
 A worker runs one solution's code only: the active worker is retired when an item of another solution comes
 (one solution cannot patch what a later one runs on). Persistent mode keeps it for every item of its
 solution; isolated mode retires it after each item. Either way the next worker has already started while the
-items before it ran (``SPARE_WORKERS`` of them), so neither a crash nor isolation waits on a whole process start-up,
-and the judge (with its baselines) stays. Nor does the next item wait for a retired worker to be gone (its namespace taken down, its
-CUDA context destroyed): that happens in the background, and only an item of the same
-solution waits for it, since the retired worker's build is moved into the cache once it has exited.
+items before it ran (``SPARE_WORKERS`` of them), so neither a crash nor isolation waits on a whole process
+start-up, and the judge (with its baselines) stays. Nor does the next item wait for a retired worker to be gone
+(its namespace taken down, its CUDA context destroyed): that happens in the background, and only an item of the
+same solution waits for it, since the retired worker's build is moved into the cache once it has exited.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from flashinfer_bench.data import Solution
 READY_TIMEOUT_S = 600.0
 START_ATTEMPTS = 2
 #: Workers started ahead, each waiting to be attached. A worker takes 0.5-0.6 s to start on an H100 host, longer
-#: than a quick solution's items, so the next attach often waits for the one spare. Two spares took those waits
-#: away (about 2.5 s of the real dataset's run), but the judge then did not believe honest replayed claims in 3 of
-#: 6 runs of benchmarks/harness_overhead.py, against none in 4 with one spare (docs/measurements.md): more of
-#: each spare's start-up then falls inside another worker's timed sessions.
+#: than a quick solution's items, so the next attach often waits for the one spare. Two spares took most of those
+#: waits away, but the judge then did not believe honest replayed claims in 3 of 6 runs of
+#: benchmarks/harness_overhead.py, against none in 4 with one spare: its calibration, made beside two starting
+#: workers, put the exchange at 0.32 ms, where later rounds held about 0.8 ms (docs/measurements.md).
 SPARE_WORKERS = 1
 
 logger = logging.getLogger(__name__)

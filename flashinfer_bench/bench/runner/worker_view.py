@@ -4,10 +4,10 @@ its resource limits.
 Shown read-only besides the system's directories: Python's installs (``sys.prefix`` and the others) and every
 directory on ``sys.path``, except a source checkout that holds this package (an editable install, or a
 checkout on PYTHONPATH), of which only the package's own directory is shown (a checkout may hold trace sets,
-solutions and results); CUDA's installs; and the blob files the run's workloads read (``blob_paths``, all of them
-from the run's start: ``DeviceSlot.show_for``), never the trace set's definitions, solutions, workloads or traces; the compilers' installs outside the system's
-directories (``toolchain_paths``). The build cache is not shown: the parent copies the
-item's own entry into the worker's scratch directory (``compile.cache.stage_entry``).
+solutions and results); CUDA's installs; the blob files the run's workloads read (``blob_paths``, all of them from
+the run's start: ``DeviceSlot.show_for``), never the trace set's definitions, solutions, workloads or traces; the
+compilers' installs outside the system's directories (``toolchain_paths``). The build cache is not shown: the
+parent copies the item's own entry into the worker's scratch directory (``compile.cache.stage_entry``).
 """
 
 from __future__ import annotations
