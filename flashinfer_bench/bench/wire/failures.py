@@ -25,3 +25,16 @@ def failure_of(exc: BaseException) -> CallFailed:
 
     status = EvaluationStatus.COMPILE_ERROR if is_compile_error(exc) else EvaluationStatus.RUNTIME_ERROR
     return CallFailed(status, "".join(traceback.format_exception(exc)))
+
+
+#: What torch's caching allocator raises in a sandboxed worker when the device runs out of memory: its report of
+#: the device's memory by process starts NVML, which the sandbox does not reach, and that assertion fails first.
+NVML_IN_OOM_REPORT = "nvmlInit_v2_() INTERNAL ASSERT FAILED"
+
+
+def device_memory_note(exc: BaseException) -> str | None:
+    """What the log should say beside an exception that hides the device running out of memory, if it does."""
+    if isinstance(exc, RuntimeError) and NVML_IN_OOM_REPORT in str(exc) and "CUDACachingAllocator" in str(exc):
+        return ("the device ran out of memory (torch's report of it reads NVML, which the sandbox does not reach: "
+                "hence the assertion above)")
+    return None

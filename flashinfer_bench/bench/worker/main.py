@@ -29,7 +29,7 @@ from flashinfer_bench.bench.process_setup import (
 from flashinfer_bench.bench.replay import ReplayShape
 from flashinfer_bench.bench.schedstat import KeptSchedstat
 from flashinfer_bench.bench.slot import Slot
-from flashinfer_bench.bench.wire.failures import CallFailed, failure_of
+from flashinfer_bench.bench.wire.failures import CallFailed, device_memory_note, failure_of
 from flashinfer_bench.bench.wire.judge_worker import (
     MAX_FAILURE_CHARS,
     Built,
@@ -133,7 +133,7 @@ class Worker:
                     if isinstance(exc, (KeyboardInterrupt, EOFError, ConnectionError)):
                         raise
                     failure = failure_of(exc)
-                    note = self.limits.note_for(exc)
+                    note = self.limits.note_for(exc) or device_memory_note(exc)
                     message = failure.message + (f"\n[{note}]" if note else "")
                     self.channel.send(Failed(status=failure.status.value, message=message[-MAX_FAILURE_CHARS:],
                                              healthy=device_is_healthy(self.device)))
