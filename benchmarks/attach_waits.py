@@ -98,8 +98,8 @@ def main() -> int:
     process.WorkerProcess.__init__ = stamped_start
     process.JudgeProcess.attach = stamped_attach
 
-    argv = ["run", "--local", str(root), "--definitions", *prepared, "--config", str(root / "config.yaml"),
-            "--warmup-runs", "1", "--iterations", "5", "--num-trials", "1", "--timeout", "900"]
+    # dataset_check.py's run, at its default settings.
+    argv = dataset_check.run_arguments(root, list(prepared), dataset_check.parse_args([]))
     begun = time.perf_counter()
     code = cli_main(argv)
     wall = time.perf_counter() - begun

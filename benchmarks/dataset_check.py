@@ -101,11 +101,15 @@ def prepare(root: Path, corpus: Path, only: list[str] | None, limit: int | None)
     return prepared
 
 
+def run_arguments(root: Path, names: list[str], opts: argparse.Namespace) -> list[str]:
+    """The ``flashinfer-bench`` arguments of the run over the prepared trace set."""
+    return ["run", "--local", str(root), "--definitions", *names, "--config", str(root / "config.yaml"),
+            "--warmup-runs", str(opts.warmup_runs), "--iterations", str(opts.iterations),
+            "--num-trials", str(opts.num_trials), "--timeout", str(opts.timeout)]
+
+
 def run_all(root: Path, names: list[str], opts: argparse.Namespace) -> tuple[int, float]:
-    command = [sys.executable, "-m", "flashinfer_bench.cli.main", "run", "--local", str(root),
-               "--definitions", *names, "--config", str(root / "config.yaml"),
-               "--warmup-runs", str(opts.warmup_runs), "--iterations", str(opts.iterations),
-               "--num-trials", str(opts.num_trials), "--timeout", str(opts.timeout)]
+    command = [sys.executable, "-m", "flashinfer_bench.cli.main", *run_arguments(root, names, opts)]
     start = time.perf_counter()
     result = subprocess.run(command, cwd=REPO)
     return result.returncode, time.perf_counter() - start
