@@ -82,3 +82,25 @@ def test_capturable_solutions_are_timed_from_replays_a_liar_among_them_is_record
     spin, lies = got["spin"].performance.latency_ms, got["lies"].performance.latency_ms
     assert spin == pytest.approx(0.2, rel=0.3)
     assert "not believed" in got["lies"].log and lies == pytest.approx(spin, rel=0.2)
+
+
+SLOW_SYNCS = ("import time\nimport torch\ndef run(x, y):\n    time.sleep(0.12)\n"
+              "    return x * 2 + y * float((y == y).all().item())\n")
+
+
+def test_a_slow_solution_whose_calls_cannot_be_captured_has_no_warm_up_once_a_session_found_that(tmp_path):
+    """A call of 100 ms or more: its first session asks for replays after a warm-up and gets calls made one at a
+    time (the call syncs); the judge remembers it for the solution's code, and the next workload's session, made
+    one at a time from the start, has no warm-up (evaluators/sessions.py)."""
+    workloads = "".join('{"definition": "scale_add", "solution": null, "evaluation": null, '
+                        f'"workload": {{"uuid": "{uuid}", "axes": {{"n": 4096}}, "inputs": {{}}}}}}\n'
+                        for uuid in ("w1", "w2"))
+    root = write_trace_set(tmp_path, [SCALE_ADD], [python_solution("slow", SLOW_SYNCS)], {"scale_add": [workloads]})
+    config = BenchmarkConfig(warmup_runs=2, iterations=5, num_trials=1)
+    result = Benchmark(TraceSet.from_path(root), config).run_all(save_results=False)
+    logs = sorted((t.evaluation for t in result.traces["scale_add"]), key=lambda e: NOT_REPLAYED_NOTE in e.log)
+    assert [e.status.value for e in logs] == ["PASSED", "PASSED"], [e.log for e in logs]
+    later, first = logs
+    assert NOT_REPLAYED_NOTE in first.log and "warm-up calls (configured" not in first.log
+    assert NOT_REPLAYED_NOTE not in later.log
+    assert "timing: 5 timed calls per session after 0 warm-up calls (configured: 5 after 2)" in later.log

@@ -34,6 +34,12 @@ from flashinfer_bench.bench.evaluators.compare import (
     row_errors,
     value_errors,
 )
+from flashinfer_bench.bench.evaluators.sessions import (
+    REFERENCE_SESSION_MS,
+    SOLUTION_SESSION_MS,
+    fewer_calls_note,
+    session_calls,
+)
 from flashinfer_bench.bench.inputs import InputKey
 from flashinfer_bench.bench.judge.clock import synchronize
 from flashinfer_bench.bench.judge.context import EvaluationContext
@@ -102,33 +108,13 @@ class PerformanceResult:
     setup_latency_ms: float | None = None
 
 
-#: A reference's timing session makes the configured calls, or fewer where its calls are slow: as many as its call
-#: in the baseline's last trial would take ``REFERENCE_SESSION_MS`` for, at least ``REFERENCE_LEAST_CALLS`` (a
-#: slow reference is far slower than the solutions it is the speed-up's baseline for, so a few samples place it
-#: well enough, and its sessions are paid for on every workload). The warm-up shrinks with the timed calls, and a
-#: call that alone takes ``REFERENCE_SESSION_MS`` has none: that trial's call, just made in this process, warmed it
-#: (the real dataset's mla_paged_prefill reference takes 3 s a call at its largest workload).
-REFERENCE_SESSION_MS, REFERENCE_LEAST_CALLS = 100.0, 3
-
-
-def reference_calls(cfg: ResolvedEvalConfig, call_ms: float | None) -> tuple[int, int]:
-    """(warm-up calls, timed calls) of a reference's timing session, given its call's time (None: unknown)."""
-    iterations = cfg.iterations
-    if call_ms is not None and call_ms > 0:
-        iterations = min(iterations, max(REFERENCE_LEAST_CALLS, int(REFERENCE_SESSION_MS / call_ms)))
-    if call_ms is not None and call_ms >= REFERENCE_SESSION_MS:
-        return 0, iterations
-    warmup = min(cfg.warmup_runs, max(1, -(-cfg.warmup_runs * iterations // max(cfg.iterations, 1))))
-    return warmup, iterations
-
-
 def time_reference(reference: Callee, ctx: EvaluationContext, call_ms: float | None = None) -> ReferenceTiming:
     """The reference timed as solutions are (the same loop, harness.py, here in the judge's own process): in
-    ``num_trials`` sessions (of ``reference_calls`` for a call of ``call_ms``), every call on fresh inputs; the
+    ``num_trials`` sessions (``session_calls`` for a call of ``call_ms``), every call on fresh inputs; the
     mean of the sessions' medians, the 95% interval over every sample, and the conditions the loop reported."""
     medians, samples, conditions = [], [], {}
     handle = LocalSolution(ctx, reference)
-    warmup, iterations = reference_calls(ctx.config, call_ms)
+    warmup, iterations = session_calls(ctx.config, call_ms, REFERENCE_SESSION_MS)
     for session in range(ctx.config.num_trials):
         schedule = UncheckedSchedule(ctx, ("reference", session), warmup, iterations)
         claim = handle.time(iterations, warmup, schedule)
@@ -240,7 +226,7 @@ class Evaluator(ABC):
         so such a trial is drawn again from another seed, up to ``TRIAL_DRAWS`` draws; the last is kept."""
         layouts = ctx.output_layouts
         baseline = Baseline(inputs=[], outputs=[], reference=reference)
-        call_ms = None  # the last trial's reference call, to size its timing (``reference_calls``)
+        call_ms = None  # the last trial's reference call, to size its timing (``session_calls``)
         for trial in range(ctx.config.num_trials):
             for draw in range(TRIAL_DRAWS):
                 seed = ctx.trial_seed(trial) if draw == 0 else ctx.seed_for("trial", trial, "draw", draw)
@@ -364,16 +350,22 @@ class Evaluator(ABC):
 
     @classmethod
     def eval_performance(cls, ctx: EvaluationContext, solution: SolutionHandle, baseline: Baseline) -> PerformanceResult:
-        """Time the solution in ``num_trials`` sessions as the module docstring says; the latency is the mean of
-        the sessions' medians. Raises ``TimedOutputsMismatch`` when a checked timed call is wrong."""
+        """Time the solution in ``num_trials`` sessions as the module docstring says (``session_calls`` for its
+        last correctness call's time on the judge's clock, and whether it refused replays before); the latency is
+        the mean of the sessions' medians. Raises ``TimedOutputsMismatch`` when a checked timed call is wrong."""
         cfg = ctx.config
         sessions = []
         floor = solution.clock_floor()
+        call_ms = solution.latest_call_ms
+        replayable = ctx.input_plan.replay_obstacle is None and not solution.replays_refused
+        warmup, iterations = session_calls(cfg, call_ms, SOLUTION_SESSION_MS, replayable)
         for session in range(cfg.num_trials):
             check = cls.timed_check(ctx, baseline)
-            schedule = TimedSchedule(ctx, ("timed", session), cfg.warmup_runs, cfg.iterations, check.probability,
+            schedule = TimedSchedule(ctx, ("timed", session), warmup, iterations, check.probability,
                                      solution.host_watch(), floor.replay_round_ms or 0.0)
-            claim = solution.time(cfg.iterations, cfg.warmup_runs, schedule)
+            claim = solution.time(iterations, warmup, schedule)
+            if schedule.replay is not None and not schedule.replayed:
+                solution.replays_refused = True
             with phase(CHECKS):
                 failure = schedule.judge_picked(check)
             if failure is not None and not failure.passed:
@@ -387,6 +379,8 @@ class Evaluator(ABC):
         reference = timing.latency_ms if timing is not None else 0.0
         speedup = reference / latency if latency > 0 and reference > 0 else 0.0
         extra = timing_extra(sessions, cfg, setup, timing)
+        notes = list(dict.fromkeys(note for s in sessions for note in s.notes))
+        if (warmup, iterations) != (cfg.warmup_runs, cfg.iterations) and call_ms is not None:
+            notes.insert(0, fewer_calls_note(cfg, warmup, iterations, call_ms))
         return PerformanceResult(Performance(latency_ms=latency, reference_latency_ms=reference,
-                                             speedup_factor=speedup, extra=extra),
-                                 list(dict.fromkeys(note for s in sessions for note in s.notes)), setup)
+                                             speedup_factor=speedup, extra=extra), notes, setup)

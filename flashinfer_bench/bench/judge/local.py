@@ -4,6 +4,7 @@ the evaluators' tests, tools). Solution code never runs here in a run: the judge
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import torch
@@ -46,10 +47,12 @@ class LocalSolution(SolutionHandle):
     def call(self, seed: int, *, repeat: int = 1, rng_seed: int | None = None,
              return_inputs: Sequence[str] = ()) -> CallResult:
         slot = Slot(bytearray(call_slot_bytes(self.ctx, repeat, return_inputs) or 1))
+        started = time.perf_counter()
         try:
             wrote = self.harness.call(seed, slot, repeat=repeat, rng_seed=rng_seed, return_inputs=return_inputs)
         except Exception as exc:  # noqa: BLE001 - solution code may raise anything
             raise failure_of(exc) from None
+        self.latest_call_ms = (time.perf_counter() - started) * 1e3 / max(repeat, 1)
         return read_call_result(self.ctx, slot, repeat, return_inputs, wrote)
 
     def time(self, iterations: int, warmup: int, schedule: Schedule) -> TimingClaim:

@@ -22,7 +22,7 @@ from flashinfer_bench.bench.judge.calibration import calibrate
 from flashinfer_bench.bench.judge.clock import ClockFloor, calling_process
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.phases import BUILD, CHECKS, REFERENCE, TIMED, evaluation, phase
-from flashinfer_bench.bench.judge.remote import RemoteSolution, SlotKeeper
+from flashinfer_bench.bench.judge.remote import RemoteSolution, SlotKeeper, SolutionFacts
 from flashinfer_bench.bench.process_setup import (
     describe_environment,
     device_is_healthy,
@@ -48,6 +48,10 @@ from flashinfer_bench.data import EvaluationStatus
 BASELINES_KEPT = MAX_WORKLOADS_PER_GROUP
 #: A clock floor older than this is measured again, on the next worker that has not run a solution yet.
 FLOOR_KEPT_S = 300.0
+#: What the judge learnt of a solution's code (judge/remote.py SolutionFacts) is kept for this many solutions, the
+#: latest evaluated: a run evaluates a solution's workloads together, and among other solutions' (the runner groups
+#: items by workload), in a new worker each time.
+SOLUTION_FACTS_KEPT = 1024
 
 
 def tensor_bytes(value: Any) -> int:
@@ -74,6 +78,8 @@ class Judge:
         #: The attached worker's calling process as this process sees it (judge/clock.py HostWatch).
         self.worker_pid: int | None = None
         self.slots: SlotKeeper | None = None
+        #: By WorkItem.solution_key, the latest SOLUTION_FACTS_KEPT solutions'.
+        self.solution_facts: OrderedDict[tuple[str, str], SolutionFacts] = OrderedDict()
         #: What the harness costs per call on this device (judge/schedule.py), measured in a worker before it
         #: loaded any solution, and when (time.monotonic()); measured again on a fresh worker once it is older
         #: than FLOOR_KEPT_S.
@@ -163,7 +169,7 @@ class Judge:
             baseline.reference_timing = item.reference
         self.conn.send((protocol.BASELINE, baseline.reference_timing))
         assert self.floor is not None  # the first worker attached was fresh, and calibrated above
-        solution = RemoteSolution(ctx, worker, slots, self.floor, self.worker_pid)
+        solution = RemoteSolution(ctx, worker, slots, self.floor, self.worker_pid, self.facts_of(item))
         try:
             with phase(CHECKS):
                 result = evaluator.check_correctness(ctx, solution, baseline)
@@ -195,6 +201,14 @@ class Judge:
         finally:
             os.close(log_fd)
         worker.receive(Built)
+
+    def facts_of(self, item: WorkItem) -> SolutionFacts:
+        """What this judge learnt of the item's solution code so far (a new record for code it has not seen)."""
+        facts = self.solution_facts.pop(item.solution_key, None) or SolutionFacts()
+        self.solution_facts[item.solution_key] = facts
+        while len(self.solution_facts) > SOLUTION_FACTS_KEPT:
+            self.solution_facts.popitem(last=False)
+        return facts
 
     def baseline(self, evaluator: Any, ctx: EvaluationContext, item: WorkItem) -> Any:
         key = (*item.workload_key, item.evaluator, item.secret)  # a new secret draws new inputs

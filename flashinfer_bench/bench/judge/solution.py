@@ -87,8 +87,17 @@ def read_call_result(ctx: EvaluationContext, slot: Slot, repeat: int, return_inp
 
 
 class SolutionHandle(ABC):
+    #: A timing session of this solution asked for its calls to be replayed and got them made one at a time (they
+    #: could not be captured, or the worker would not): the next sessions are sized as ones made one at a time
+    #: (evaluators/sessions.py).
+    replays_refused: bool = False
+
     def __init__(self, ctx: EvaluationContext) -> None:
         self.ctx = ctx
+        #: How long the latest ``call`` took per call on the judge's clock, its work and output copies included
+        #: (None before the first): what the timing sessions after it are sized on (evaluators/evaluator.py
+        #: ``session_calls``).
+        self.latest_call_ms: float | None = None
 
     def host_watch(self) -> HostWatch:
         """What tells the judge how much a busy host holds up this solution's calls (judge/clock.py)."""

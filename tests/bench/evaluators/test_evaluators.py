@@ -626,22 +626,27 @@ def test_a_trial_whose_reference_outputs_are_all_zero_is_drawn_again():
     assert baseline.seeds[0] == ctx.seed_for("trial", 0, "draw", TRIAL_DRAWS - 1)  # the last draw kept
 
 
-def test_a_slow_reference_is_timed_in_fewer_calls_and_never_fewer_than_the_least():
-    from flashinfer_bench.bench.evaluators.evaluator import (
-        REFERENCE_LEAST_CALLS,
-        REFERENCE_SESSION_MS,
-        reference_calls,
-    )
+def test_a_solution_whose_correctness_call_took_a_session_s_time_is_timed_in_the_least_calls_with_no_warm_up():
+    """Sized on its last correctness call as the judge clocked it: on the CPU its calls are made one at a time, so
+    a call of WARMED_BY_ONE_CALL_MS or more has no warm-up; the trace's log says what the session made."""
+    import time
 
-    cfg = ResolvedEvalConfig(warmup_runs=10, iterations=50, num_trials=3, rtol=1e-2, atol=1e-2)
-    assert reference_calls(cfg, None) == (10, 50)  # its time unknown: as configured
-    assert reference_calls(cfg, REFERENCE_SESSION_MS / 100) == (10, 50)  # fast: as configured
-    assert reference_calls(cfg, REFERENCE_SESSION_MS / 25) == (5, 25)  # the warm-up shrinks with the calls
-    assert reference_calls(cfg, REFERENCE_SESSION_MS / 2) == (1, REFERENCE_LEAST_CALLS)
-    # A call of a whole session's time: the baseline's call just before warmed it.
-    assert reference_calls(cfg, REFERENCE_SESSION_MS * 10) == (0, REFERENCE_LEAST_CALLS)
-    few = ResolvedEvalConfig(warmup_runs=0, iterations=2, num_trials=1, rtol=1e-2, atol=1e-2)
-    assert reference_calls(few, REFERENCE_SESSION_MS * 10) == (0, 2)  # never more than configured
+    from flashinfer_bench.bench.evaluators.sessions import SESSION_LEAST_CALLS, SOLUTION_SESSION_MS
+
+    calls = []
+
+    def slow(x, y):
+        calls.append(len(calls))
+        time.sleep(SOLUTION_SESSION_MS / 1e3 / SESSION_LEAST_CALLS * 1.2)
+        return x * 2 + y
+
+    cfg = ResolvedEvalConfig(warmup_runs=2, iterations=10, num_trials=1, rtol=1e-2, atol=1e-2)
+    correct, timed = judged_locally(DefaultEvaluator, SCALE, slow, cfg, WORKLOAD, timed=True)
+    assert correct.passed
+    assert calls == list(range(1 + SESSION_LEAST_CALLS))  # one correctness call, then the timed ones alone
+    assert timed.performance.extra["timed_calls"] == [SESSION_LEAST_CALLS]
+    assert timed.notes[0].startswith(f"timing: {SESSION_LEAST_CALLS} timed calls per session after 0 warm-up calls "
+                                     "(configured: 10 after 2): a call took ")
 
 
 def test_the_reference_outputs_kept_for_the_workloads_next_solutions_stop_at_their_byte_bound(monkeypatch):

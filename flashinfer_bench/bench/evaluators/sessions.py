@@ -1,0 +1,39 @@
+"""How many calls a timing session makes (``session_calls``): the configured ones, or fewer where a call is slow."""
+
+from __future__ import annotations
+
+from flashinfer_bench.bench.config import ResolvedEvalConfig
+
+#: A timing session makes the configured calls, or fewer where its calls are slow: as many as its latest known call
+#: would take the session's time for (``REFERENCE_SESSION_MS``, ``SOLUTION_SESSION_MS``), at least
+#: ``SESSION_LEAST_CALLS``, the warm-up shrunk with them. A slow reference is far slower than the solutions it is the
+#: speed-up's baseline for, so a few samples place it well enough, and its sessions are paid for on every workload;
+#: a solution's session of multi-second calls (the real dataset's mla_paged_prefill reference, submitted as a
+#: solution: 2.3-3.2 s a call at its largest workload) at the defaults would make 60 of them and outlast the item's
+#: timeout.
+REFERENCE_SESSION_MS, SOLUTION_SESSION_MS, SESSION_LEAST_CALLS = 100.0, 1000.0, 3
+#: A session of calls this long made one at a time has no warm-up: the call just before it, in the same process
+#: (the baseline's last trial for the reference, the last correctness call for a solution), warmed it. A replayed
+#: session keeps one: its replays begin where its warm-up ends (bench/harness.py).
+WARMED_BY_ONE_CALL_MS = 100.0
+
+
+def session_calls(cfg: ResolvedEvalConfig, call_ms: float | None, session_ms: float,
+                  replayed: bool = False) -> tuple[int, int]:
+    """(warm-up calls, timed calls) of a timing session whose latest known call took ``call_ms`` (None: unknown),
+    sized for ``session_ms`` of calls; ``replayed``: its calls may be replayed from a CUDA graph."""
+    iterations = cfg.iterations
+    if call_ms is None or call_ms <= 0:
+        return cfg.warmup_runs, iterations
+    iterations = min(iterations, max(SESSION_LEAST_CALLS, int(session_ms / call_ms)))
+    if call_ms >= WARMED_BY_ONE_CALL_MS and not replayed:
+        return 0, iterations
+    warmup = min(cfg.warmup_runs, max(1, -(-cfg.warmup_runs * iterations // max(cfg.iterations, 1))))
+    return warmup, iterations
+
+
+def fewer_calls_note(cfg: ResolvedEvalConfig, warmup: int, iterations: int, call_ms: float) -> str:
+    """The trace's log line for a solution's sessions made with fewer calls than configured (``session_calls``)."""
+    return (f"timing: {iterations} timed calls per session after {warmup} warm-up calls (configured: "
+            f"{cfg.iterations} after {cfg.warmup_runs}): a call took {call_ms:.1f} ms on the judge's clock, and a "
+            f"session makes about {SOLUTION_SESSION_MS / 1e3:g} s of calls, at least {SESSION_LEAST_CALLS}")
