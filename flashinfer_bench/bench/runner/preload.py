@@ -48,6 +48,10 @@ def import_once(*modules: str) -> None:
             continue
 
 
+# What the timer's statistics import on first use (numpy's percentile imports numpy.ma: 0.2 s a worker on an H100
+# host whose packages are not byte-compiled).
+import_once("numpy.ma")
+
 if torch.cuda.is_available():
     # CUPTI's Python package, loaded as the timer loads it (about 0.2-0.5 s with its ELF and library helpers),
     # and what Triton imports lazily on a process's first kernel launch (its compiler and, in recent versions,

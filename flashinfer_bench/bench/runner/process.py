@@ -113,6 +113,11 @@ class WorkerProcess:
         """The cgroup limits the worker ran into since the last call, as lines for its log."""
         return "".join(f"\n[{note}]" for note in (self.cgroup.reached() if self.cgroup else []))
 
+    def started(self, timeout: float) -> bool:
+        """Whether the worker has said it is ready (the judge reads that once it is attached) or has gone, waiting
+        up to ``timeout`` seconds; False once handed over."""
+        return self.judge_end is not None and self.judge_end.poll(timeout)
+
     def handover(self) -> Connection:
         """The judge's end of this worker's channel, once (the parent keeps no copy)."""
         conn, self.judge_end = self.judge_end, None

@@ -196,8 +196,8 @@ def test_spare_workers_are_started_ahead_and_replaced_as_they_are_attached(tmp_p
     monkeypatch.setattr(JudgeProcess, "evaluate", counted)
     result = Benchmark(trace_set, CONFIG, runner_factory=lambda c: runner).run_all(save_results=False)
     assert [t.evaluation.status.value for t in result.traces["scale_add"]] == ["PASSED", "PASSED"]
-    assert len(started) == SPARE_WORKERS
-    # One worker per solution, the first a spare started with the runner, each replaced as it was attached.
+    assert len(started) == SPARE_WORKERS + 1  # the first item's worker too
+    # One worker per solution, the first a spare started with the runner, each later one replaced as it was attached.
     workers = [worker for worker, _ in attached]
     assert workers[0] is started[0] and len(set(workers)) == 2
     assert [count for _, count in attached] == [SPARE_WORKERS, SPARE_WORKERS]
@@ -241,8 +241,9 @@ def test_every_worker_sees_the_blobs_of_the_whole_run_from_its_start(tmp_path, m
     assert len(attached) == 4 and len(set(attached)) == 2  # persistent: one worker per solution
     for worker in attached:
         assert all(blob in policies[worker].read_only for blob in blobs)
-    # The spares started with the runner, then those started once the run's view was known, then one per attach.
-    assert len(policies) == 2 * SPARE_WORKERS + 2
+    # The first worker and the spares started with the runner, then again once the run's view was known, then one
+    # per attach after the first.
+    assert len(policies) == 2 * (SPARE_WORKERS + 1) + 1
 
 
 def test_torch_settings_changed_by_a_solution_do_not_reach_the_next(tmp_path):
