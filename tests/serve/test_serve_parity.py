@@ -42,7 +42,8 @@ def serve_statuses(root, workdir, *args: str) -> dict[tuple[str, str], str]:
     finally:
         server.stop()
     names = {s.normalized_solution_name: solution.name for s, solution in zip(submitted, solutions, strict=True)}
-    assert all(task["status"] == "completed" for task in tasks)
+    assert all(task["status"] == "completed" for task in tasks), [
+        {k: v for k, v in task.items() if k != "traces"} for task in tasks if task["status"] != "completed"]
     return {(names[t["solution"]], t["workload"]["uuid"]): t["evaluation"]["status"]
             for task in tasks for t in task["traces"]}
 
