@@ -101,6 +101,6 @@ def test_a_slow_solution_whose_calls_cannot_be_captured_has_no_warm_up_once_a_se
     logs = sorted((t.evaluation for t in result.traces["scale_add"]), key=lambda e: NOT_REPLAYED_NOTE in e.log)
     assert [e.status.value for e in logs] == ["PASSED", "PASSED"], [e.log for e in logs]
     later, first = logs
-    assert NOT_REPLAYED_NOTE in first.log and "warm-up calls (configured" not in first.log
+    assert NOT_REPLAYED_NOTE in first.log and "calls planned per session" not in first.log
     assert NOT_REPLAYED_NOTE not in later.log
-    assert "timing: 5 timed calls per session after 0 warm-up calls (configured: 5 after 2)" in later.log
+    assert "timing: 0 warm-up and 5 timed calls planned per session (configured: 2 and 5)" in later.log

@@ -33,7 +33,8 @@ def session_calls(cfg: ResolvedEvalConfig, call_ms: float | None, session_ms: fl
 
 
 def fewer_calls_note(cfg: ResolvedEvalConfig, warmup: int, iterations: int, call_ms: float) -> str:
-    """The trace's log line for a solution's sessions made with fewer calls than configured (``session_calls``)."""
-    return (f"timing: {iterations} timed calls per session after {warmup} warm-up calls (configured: "
-            f"{cfg.iterations} after {cfg.warmup_runs}): a call took {call_ms:.1f} ms on the judge's clock, and a "
-            f"session makes about {SOLUTION_SESSION_MS / 1e3:g} s of calls, at least {SESSION_LEAST_CALLS}")
+    """The trace's log line for a solution's sessions planned with fewer calls than configured (``session_calls``;
+    replayed rounds make more than planned, and the trace's ``timed_calls`` says how many were made)."""
+    return (f"timing: {warmup} warm-up and {iterations} timed calls planned per session (configured: "
+            f"{cfg.warmup_runs} and {cfg.iterations}): a call took {call_ms:.1f} ms on the judge's clock, and a "
+            f"session plans about {SOLUTION_SESSION_MS / 1e3:g} s of calls, at least {SESSION_LEAST_CALLS}")

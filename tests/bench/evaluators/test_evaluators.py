@@ -645,8 +645,8 @@ def test_a_solution_whose_correctness_call_took_a_session_s_time_is_timed_in_the
     assert correct.passed
     assert calls == list(range(1 + SESSION_LEAST_CALLS))  # one correctness call, then the timed ones alone
     assert timed.performance.extra["timed_calls"] == [SESSION_LEAST_CALLS]
-    assert timed.notes[0].startswith(f"timing: {SESSION_LEAST_CALLS} timed calls per session after 0 warm-up calls "
-                                     "(configured: 10 after 2): a call took ")
+    assert timed.notes[0].startswith(f"timing: 0 warm-up and {SESSION_LEAST_CALLS} timed calls planned per session "
+                                     "(configured: 2 and 10): a call took ")
 
 
 def test_the_reference_outputs_kept_for_the_workloads_next_solutions_stop_at_their_byte_bound(monkeypatch):
