@@ -357,7 +357,7 @@ class Evaluator(ABC):
         sessions = []
         floor = solution.clock_floor()
         call_ms = solution.latest_call_ms
-        replayable = ctx.input_plan.replay_obstacle is None and not solution.replays_refused
+        replayable = ctx.input_plan.replay_obstacle is None and not solution.facts.replays_refused
         warmup, iterations = session_calls(cfg, call_ms, SOLUTION_SESSION_MS, replayable)
         for session in range(cfg.num_trials):
             check = cls.timed_check(ctx, baseline)
@@ -365,7 +365,7 @@ class Evaluator(ABC):
                                      solution.host_watch(), floor.replay_round_ms or 0.0)
             claim = solution.time(iterations, warmup, schedule)
             if schedule.replay is not None and not schedule.replayed:
-                solution.replays_refused = True
+                solution.facts.replays_refused = True
             with phase(CHECKS):
                 failure = schedule.judge_picked(check)
             if failure is not None and not failure.passed:

@@ -22,7 +22,8 @@ from flashinfer_bench.bench.judge.calibration import calibrate
 from flashinfer_bench.bench.judge.clock import ClockFloor, calling_process
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.phases import BUILD, CHECKS, REFERENCE, TIMED, evaluation, phase
-from flashinfer_bench.bench.judge.remote import RemoteSolution, SlotKeeper, SolutionFacts
+from flashinfer_bench.bench.judge.remote import RemoteSolution, SlotKeeper
+from flashinfer_bench.bench.judge.solution import SolutionFacts
 from flashinfer_bench.bench.process_setup import (
     describe_environment,
     device_is_healthy,
@@ -48,7 +49,7 @@ from flashinfer_bench.data import EvaluationStatus
 BASELINES_KEPT = MAX_WORKLOADS_PER_GROUP
 #: A clock floor older than this is measured again, on the next worker that has not run a solution yet.
 FLOOR_KEPT_S = 300.0
-#: What the judge learnt of a solution's code (judge/remote.py SolutionFacts) is kept for this many solutions, the
+#: What the judge learnt of a solution's code (judge/solution.py SolutionFacts) is kept for this many solutions, the
 #: latest evaluated: a run evaluates a solution's workloads together, and among other solutions' (the runner groups
 #: items by workload), in a new worker each time.
 SOLUTION_FACTS_KEPT = 1024

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from flashinfer_bench.bench.judge.clock import ClockFloor, HostWatch
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.solution import (
     CallResult,
     Schedule,
+    SolutionFacts,
     SolutionHandle,
     call_slot_bytes,
     most_calls_shipped,
@@ -35,34 +35,16 @@ from flashinfer_bench.bench.wire.judge_worker import (
 )
 
 
-@dataclass
-class SolutionFacts:
-    """What the judge learnt of a solution's code over its items so far, in any worker (judge/main.py keeps them by
-    ``WorkItem.solution_key``)."""
-
-    #: SolutionHandle.replays_refused, in any of its items.
-    replays_refused: bool = False
-
-
 class RemoteSolution(SolutionHandle):
     def __init__(self, ctx: EvaluationContext, channel: WorkerChannel, slots: SlotKeeper,
                  floor: ClockFloor | None = None, worker_pid: int | None = None,
                  facts: SolutionFacts | None = None) -> None:
-        super().__init__(ctx)
-        self.facts = facts or SolutionFacts()
+        super().__init__(ctx, facts)
         self.channel = channel
         self.slots = slots
         self.floor = floor
         #: The worker's process (the one that makes the calls), as the judge sees it; None where unknown.
         self.worker_pid = worker_pid
-
-    @property  # type: ignore[override]
-    def replays_refused(self) -> bool:
-        return self.facts.replays_refused
-
-    @replays_refused.setter
-    def replays_refused(self, refused: bool) -> None:
-        self.facts.replays_refused = refused
 
     def host_watch(self) -> HostWatch:
         return HostWatch(self.worker_pid) if self.worker_pid is not None else super().host_watch()

@@ -86,14 +86,21 @@ def read_call_result(ctx: EvaluationContext, slot: Slot, repeat: int, return_inp
     return CallResult(outputs, {layout.name: t for layout, t in zip(returned_layouts, returned, strict=True)}, wrote)
 
 
-class SolutionHandle(ABC):
-    #: A timing session of this solution asked for its calls to be replayed and got them made one at a time (they
-    #: could not be captured, or the worker would not): the next sessions are sized as ones made one at a time
+@dataclass
+class SolutionFacts:
+    """What the judge learnt of a solution's code over its items so far (judge/main.py keeps them by
+    ``WorkItem.solution_key``, across workers)."""
+
+    #: A timing session asked for its calls to be replayed and got them made one at a time (they could not be
+    #: captured, or the worker would not): the next sessions are sized as ones made one at a time
     #: (evaluators/sessions.py).
     replays_refused: bool = False
 
-    def __init__(self, ctx: EvaluationContext) -> None:
+
+class SolutionHandle(ABC):
+    def __init__(self, ctx: EvaluationContext, facts: SolutionFacts | None = None) -> None:
         self.ctx = ctx
+        self.facts = facts or SolutionFacts()
         #: How long the latest ``call`` took per call on the judge's clock, its work and output copies included
         #: (None before the first): what the timing sessions after it are sized on (evaluators/evaluator.py
         #: ``session_calls``).

@@ -16,11 +16,11 @@ def test_a_refused_replay_is_known_to_the_next_item_of_the_same_code_in_any_work
     w = Judge(conn=None, device="cpu")
     # One item's handle, in one worker: its session asked for replays and got calls made one at a time.
     first = RemoteSolution(None, None, None, facts=w.facts_of(item("a")))
-    assert not first.replays_refused
-    first.replays_refused = True
+    assert not first.facts.replays_refused
+    first.facts.replays_refused = True
     # The next item of the same code, in a new worker (the runner put another solution's item between them).
     assert not w.facts_of(item("b")).replays_refused
-    assert RemoteSolution(None, None, None, facts=w.facts_of(item("a"))).replays_refused
+    assert RemoteSolution(None, None, None, facts=w.facts_of(item("a"))).facts.replays_refused
     assert not w.facts_of(item("a", "changed code")).replays_refused
     # Only the latest SOLUTION_FACTS_KEPT solutions' are kept: "b" was used least recently.
     assert list(w.solution_facts) == [("a", "code"), ("a", "changed code")]
