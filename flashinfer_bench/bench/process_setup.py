@@ -53,7 +53,8 @@ def prepare_device(device: str) -> None:
 
     torch.cuda.set_device(torch.device(device))
     # torch's own set-up on first use (with torch 2.11, registering its Triton sparse kernels: 0.14 s a worker on
-    # an H100 host), which the context created below does not run, and a new worker's first call would.
+    # an H100 host, benchmarks/dataset_profile.py), which the context created below does not run, and a new
+    # worker's first call would.
     torch.cuda.init()
     scratch = torch.zeros(1, device=device)
     warm_harness_kernels(device)

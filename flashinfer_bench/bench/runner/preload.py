@@ -48,8 +48,8 @@ def import_once(*modules: str) -> None:
             continue
 
 
-# What the timer's statistics import on first use (numpy's percentile imports numpy.ma: 0.2 s a worker on an H100
-# host whose packages are not byte-compiled).
+# What the timer's statistics import on first use (numpy's percentile imports numpy.ma: 0.19 s a worker on an
+# H100 host whose packages are not byte-compiled, benchmarks/dataset_profile.py).
 import_once("numpy.ma")
 
 if torch.cuda.is_available():
