@@ -1,7 +1,8 @@
 """Where the judge and the workers spend a dataset run, under cProfile: the public dataset (as ``dataset_check.py``
 prepares it, at its settings) run through the Benchmark API with ``FLASHINFER_BENCH_PROFILE_DIR`` set, so that
-the judge and every worker that stops normally write their profiles (a retired worker is killed and writes none);
-then the functions with most cumulative time, the judge's and the workers' apart.
+the judge writes its profile as it stops and every worker after each of its timing sessions (a retired worker is
+killed, so one whose items never reached a timing session writes none); then the functions with most cumulative
+time, the judge's and the workers' apart.
 
     python benchmarks/dataset_profile.py --out /tmp/dataset-prof [--definitions rmsnorm_h128 gemm_n128_k2048]
 

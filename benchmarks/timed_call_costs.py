@@ -123,7 +123,8 @@ def remote_ms_per_evaluation(ctx: EvaluationContext, evaluations: int, sandboxed
     from pathlib import Path
 
     from flashinfer_bench.bench.judge.calibration import calibrate
-    from flashinfer_bench.bench.judge.remote import RemoteSolution, SlotKeeper
+    from flashinfer_bench.bench.judge.remote import RemoteSolution
+    from flashinfer_bench.bench.judge.slots import SlotKeeper
     from flashinfer_bench.bench.runner.process import WorkerProcess
     from flashinfer_bench.bench.runner.process_pool import worker_policy
     from flashinfer_bench.bench.wire.judge_worker import Built, Load, Ready, Stop, WorkerChannel

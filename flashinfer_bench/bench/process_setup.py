@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from importlib import metadata
 from typing import Any
 
-#: When set, judge and worker processes run under cProfile and write ``<role>-<pid>.prof`` there when they stop
-#: (a diagnostic for benchmarks/harness_overhead.py --profile).
+#: When set, judge and worker processes run under cProfile and write ``<role>-<pid>-<ns>.prof`` there when they
+#: stop, workers also after each timing session (a diagnostic for benchmarks/harness_overhead.py --profile and
+#: benchmarks/dataset_profile.py).
 PROFILE_DIR_ENV = "FLASHINFER_BENCH_PROFILE_DIR"
 
 #: prctl(2) options: the signal this process gets when its parent exits; whether it can be ptraced or dumped.
@@ -150,10 +151,15 @@ def make_undumpable() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0)
 
 
+#: The profile under way in this process and where it goes (``profiled``), for ``profile_checkpoint``.
+_profile: tuple[Any, str] | None = None
+
+
 @contextlib.contextmanager
 def profiled(role: str) -> Iterator[None]:
-    """cProfile around the body when $FLASHINFER_BENCH_PROFILE_DIR is set (the stats are written on a normal stop;
-    sandboxed workers may write there too: process_pool.profile_dirs)."""
+    """cProfile around the body when $FLASHINFER_BENCH_PROFILE_DIR is set (the stats are written on a normal stop,
+    and by ``profile_checkpoint``; sandboxed workers may write there too: process_pool.profile_dirs)."""
+    global _profile
     directory = os.environ.get(PROFILE_DIR_ENV)
     if not directory:
         yield
@@ -162,12 +168,26 @@ def profiled(role: str) -> Iterator[None]:
     import time
 
     profile = cProfile.Profile()
+    _profile = profile, os.path.join(directory, f"{role}-{os.getpid()}-{time.monotonic_ns()}.prof")
     profile.enable()
     try:
         yield
     finally:
+        profile_checkpoint()
         profile.disable()
-        # Written aside and renamed: a process killed while writing (a retired worker) leaves no partial profile.
-        path = os.path.join(directory, f"{role}-{os.getpid()}-{time.monotonic_ns()}.prof")
+        _profile = None
+
+
+def profile_checkpoint() -> None:
+    """Write the profile so far, where one is under way (``profiled``): a retired worker is killed, so it writes
+    one after each timing session, or its last item would be missing. Written aside and renamed: a process killed
+    while writing leaves the previous one whole."""
+    if _profile is None:
+        return
+    profile, path = _profile
+    profile.disable()
+    try:
         profile.dump_stats(path + ".partial")
         os.replace(path + ".partial", path)
+    finally:
+        profile.enable()

@@ -22,7 +22,8 @@ from flashinfer_bench.bench.judge.calibration import calibrate
 from flashinfer_bench.bench.judge.clock import ClockFloor, calling_process
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.phases import BUILD, CHECKS, REFERENCE, TIMED, evaluation, phase
-from flashinfer_bench.bench.judge.remote import RemoteSolution, SlotKeeper
+from flashinfer_bench.bench.judge.remote import RemoteSolution
+from flashinfer_bench.bench.judge.slots import SlotKeeper, SlotStock
 from flashinfer_bench.bench.judge.solution import SolutionFacts
 from flashinfer_bench.bench.process_setup import (
     describe_environment,
@@ -79,6 +80,8 @@ class Judge:
         #: The attached worker's calling process as this process sees it (judge/clock.py HostWatch).
         self.worker_pid: int | None = None
         self.slots: SlotKeeper | None = None
+        #: The next worker's output buffer, made while the current one runs (judge/slots.py).
+        self.slot_stock = SlotStock(enabled=device.startswith("cuda"))
         #: By WorkItem.solution_key, the latest SOLUTION_FACTS_KEPT solutions'.
         self.solution_facts: OrderedDict[tuple[str, str], SolutionFacts] = OrderedDict()
         #: What the harness costs per call on this device (judge/schedule.py), measured in a worker before it
@@ -98,6 +101,7 @@ class Judge:
             tag, payload = self.conn.recv()
             if tag == protocol.STOP:
                 self.detach()
+                self.slot_stock.close()
                 return
             if tag == protocol.ATTACH:
                 self.attach(recv_handle(self.conn), payload)
@@ -118,7 +122,7 @@ class Judge:
             channel.close()
             self.conn.send((protocol.WORKER_FAILED, str(exc)))
             return
-        self.worker, self.slots, self.worker_is_fresh = channel, SlotKeeper(channel), True
+        self.worker, self.slots, self.worker_is_fresh = channel, SlotKeeper(channel, self.slot_stock), True
         self.worker_pid = calling_process(waiter_pid)  # ready: the sandbox's pid 1 exists by now
         self.conn.send((protocol.WORKER_READY, ready.isolation))
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from flashinfer_bench.bench.judge.clock import ClockFloor, HostWatch
 from flashinfer_bench.bench.judge.context import EvaluationContext
+from flashinfer_bench.bench.judge.slots import SlotKeeper
 from flashinfer_bench.bench.judge.solution import (
     CallResult,
     Schedule,
@@ -17,13 +18,11 @@ from flashinfer_bench.bench.judge.solution import (
     read_call_result,
     read_outputs,
 )
-from flashinfer_bench.bench.slot import Slot
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.judge_worker import (
     Call,
     Called,
     More,
-    NewSlot,
     Next,
     Ran,
     Ship,
@@ -98,28 +97,3 @@ class RemoteSolution(SolutionHandle):
                 # between the solution's calls.
                 outputs, _ = read_outputs(slot, layouts, len(picked), "cpu", schedule.keep)
                 schedule.on_shipped(outputs, picked, asked_at, arrived_at)
-
-
-class SlotKeeper:
-    """The output buffer a worker maps, replaced by a larger one when a call needs more room."""
-
-    def __init__(self, channel: WorkerChannel) -> None:
-        self.channel = channel
-        self.slot: Slot | None = None
-
-    def at_least(self, size: int) -> Slot:
-        if self.slot is None or self.slot.size < size:
-            previous = 0
-            if self.slot is not None:
-                previous = self.slot.size
-                self.slot.close()
-            self.slot = Slot.create(max(size, 2 * previous, 4096))
-            assert self.slot.fd is not None
-            self.channel.send(NewSlot(size=self.slot.size))
-            self.channel.send_fd(self.slot.fd)
-        return self.slot
-
-    def close(self) -> None:
-        if self.slot is not None:
-            self.slot.close()
-            self.slot = None

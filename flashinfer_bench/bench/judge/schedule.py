@@ -21,10 +21,9 @@ per call), what is left is the solution's work. A claim is not believed only whe
 - work when the outputs are asked for (in the shipments' lower quartile, beyond the floor, ``SHIP_COPY_ALLOWANCE``
   times the judge's copy per call and ``SHIP_ROUND_SHARE`` of the median round, by more than ``HOST_ALLOWANCE_MS``
   and the claim): calls skipped, and only what had to be shipped computed;
-- a claimed median under ``PLAUSIBLE_FRACTION`` of the work per call (the median over ``TIMED_ROUNDS`` rounds)
-  less ``HOST_ALLOWANCE_MS`` (the host work an honest call may do around its kernels) and a margin for the clock's
-  noise; for replayed rounds, whose windows are the device's time, under ``REPLAYED_PLAUSIBLE_FRACTION`` of it less
-  ``REPLAYED_MARGIN_MS``.
+- a claimed median under ``PLAUSIBLE_FRACTION`` of the work per call (the median over the timed rounds with a call
+  picked), less ``HOST_ALLOWANCE_MS`` (host work an honest call may do around its kernels) and a margin for the
+  clock's noise; for replayed rounds (the device's time) under ``REPLAYED_PLAUSIBLE_FRACTION`` of it less the margin.
 
 For the first two the judge's estimate of the work is recorded instead. A claim far below the work is raised to
 the least the judge believes: a claim just above it would stand, so recording more would cost a liar nothing,
@@ -293,6 +292,14 @@ class TimedSchedule:
     def _timed_rounds(self) -> list[Round]:  # the rounds of timed calls (every round, if none was timed)
         return [r for r in self.rounds if r.first >= self.warmup] or self.rounds
 
+    def _checked(self, rounds: list[Round]) -> list[Round]:
+        """Of ``rounds``, those with a picked call (the planned last call's always has one), else all: a round
+        shortened by skipping calls is caught unless its picks missed them all, where the median over every round
+        moved once half of them were emptied, 0.875^2 odds at 3 timed calls (docs/security.md)."""
+        starts = [s.first_index for s in self.shipments]
+        checked = [r for r in rounds if any(r.first <= start < r.first + r.calls for start in starts)]
+        return checked or rounds
+
     def _work_per_call(self, round_: Round, draw: float) -> float:
         """The mean wall time of a call in the round, less what the host held it up and the judge's own draw."""
         return (round_.wall_ms - round_.held_ms * self.held_scale) / round_.calls - draw
@@ -347,7 +354,7 @@ class TimedSchedule:
             in_wall = work_per_call(replayed, floor.replay_round_ms or 0.0, harness)
             least = REPLAYED_PLAUSIBLE_FRACTION * in_wall - REPLAYED_MARGIN_MS
         else:
-            in_wall = max(median(self._work_per_call(r, draw) for r in timed) - floor.per_call_ms, 0.0)
+            in_wall = max(median(self._work_per_call(r, draw) for r in self._checked(timed)) - floor.per_call_ms, 0.0)
             margin = (MARGIN_MS + FLOOR_SHARE_OF_MARGIN * (floor.per_call_ms + floor.ship_ms)
                       + ESTIMATE_SHARE_OF_MARGIN * (draw + copy))
             least = PLAUSIBLE_FRACTION * in_wall - HOST_ALLOWANCE_MS - margin

@@ -23,6 +23,7 @@ from flashinfer_bench.bench.process_setup import (
     device_is_healthy,
     leave_interrupts_to_the_parent,
     prepare_device,
+    profile_checkpoint,
     profiled,
     release_forkserver,
 )
@@ -162,6 +163,7 @@ class Worker:
                                       WireExchange(self.channel), self.slot, replay=replay)
             self.channel.send(Timed(samples_ms=claim.samples_ms, method=claim.method, setup_ms=claim.setup_ms,
                                     cache_policy=claim.cache_policy, cuda_graph=claim.cuda_graph))
+            profile_checkpoint()
         else:
             raise RuntimeError(f"request '{request.op}' out of turn")
 

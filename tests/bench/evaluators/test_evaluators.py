@@ -600,6 +600,30 @@ def test_the_shipment_floor_is_paid_once_per_shipment_and_work_per_shipped_call_
     assert "work done when its outputs were asked for" in lazy.notes[0]
 
 
+def test_the_work_per_call_comes_from_rounds_with_a_picked_call_so_skipping_unpicked_calls_gains_nothing():
+    """Three timed calls of 100 ms, one a round (a slow solution's sized session): a solution that skips the work of
+    the first two (each picked with 1/8 only) and does the always-picked last one. Over every round the median
+    window was the skipped calls' 1 ms, and its claim of 0.5 ms stood, 0.875^2 of the time; over the rounds with a
+    picked call it is the last call's 100 ms. An honest solution's claim stands either way."""
+    from flashinfer_bench.bench.judge import schedule as timed
+    from flashinfer_bench.bench.wire.claims import TimingClaim
+
+    floor = timed.ClockFloor(per_call_ms=0.0, ship_ms=0.0)
+
+    def session(windows_ms: list[float], claims_ms: list[float]) -> timed.SessionLatency:
+        schedule = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("timed", 0), warmup=0,
+                                       iterations=3, probability=0.125)
+        schedule.rounds = [timed.Round(first, 1, wall, 0.0) for first, wall in enumerate(windows_ms)]
+        schedule.shipments = [timed.Shipment(2, 1, schedule.copy_ms, 0.0)]  # the planned last call, shipped
+        return schedule.latency(TimingClaim(claims_ms, "cuda_events"), floor)
+
+    skipper = session([1.0, 1.0, 100.0], [0.5, 0.5, 100.0])
+    assert "far less than the work in a call" in skipper.notes[0]
+    assert skipper.latency_ms > timed.PLAUSIBLE_FRACTION * 100.0 - timed.HOST_ALLOWANCE_MS - 0.1
+    honest = session([100.0, 101.0, 100.0], [99.0, 99.5, 99.0])
+    assert honest.notes == [] and honest.latency_ms == 99.0
+
+
 def test_a_trial_whose_reference_outputs_are_all_zero_is_drawn_again():
     """An MoE token routed to no local expert gives all-zero outputs: against them a solution returning zeros, or
     its outputs scaled, passes. Such a trial is drawn again from another seed."""
