@@ -91,6 +91,9 @@ class Judge:
         self.floor_measured_at = 0.0
         #: No solution has been loaded into the attached worker yet.
         self.worker_is_fresh = False
+        #: The floor is missing or stale as the worker was attached: its first item starts with a calibration,
+        #: and the parent waits for its spares to have started before sending it (runner/device_slot.py).
+        self.calibrates = False
         self.references: dict[str, Any] = {}
         self.baselines: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
 
@@ -124,7 +127,8 @@ class Judge:
             return
         self.worker, self.slots, self.worker_is_fresh = channel, SlotKeeper(channel, self.slot_stock), True
         self.worker_pid = calling_process(waiter_pid)  # ready: the sandbox's pid 1 exists by now
-        self.conn.send((protocol.WORKER_READY, ready.isolation))
+        self.calibrates = self.floor is None or time.monotonic() - self.floor_measured_at > FLOOR_KEPT_S
+        self.conn.send((protocol.WORKER_READY, (ready.isolation, self.calibrates)))
 
     def detach(self) -> None:
         if self.worker is not None:
@@ -154,8 +158,7 @@ class Judge:
 
         ctx = EvaluationContext(item.definition, item.workload, item.config, self.device, item.trace_set_root,
                                 item.secret)
-        stale = self.floor is None or time.monotonic() - self.floor_measured_at > FLOOR_KEPT_S
-        if stale and self.worker_is_fresh:  # no solution code has run in this worker yet
+        if self.calibrates and self.worker_is_fresh:  # no solution code has run in this worker yet
             self.load(worker, item, log_path, calibration=True)
             noop = RemoteSolution(ctx, worker, slots, None, self.worker_pid)
             self.floor, self.floor_measured_at = calibrate(ctx, noop), time.monotonic()

@@ -32,10 +32,11 @@ START_ATTEMPTS = 2
 #: than a quick solution's items, so with one spare the next attach often waits for it; two took most of those
 #: waits away (docs/measurements.md).
 SPARE_WORKERS = 2
-#: The first worker attached waits this long at most for the spares to have started, so that the judge's
-#: calibration on its first item (judge/calibration.py) runs beside no starting worker: one made beside two starting
-#: workers put a replayed round's exchange at 0.32 ms where later rounds held about 0.8 ms, and the judge did not
-#: believe honest replayed claims in 3 of 6 runs of benchmarks/harness_overhead.py (docs/measurements.md).
+#: A worker the judge calibrates on (judge/calibration.py: the first, and a fresh one once the floor is older than
+#: judge/main.py FLOOR_KEPT_S) waits this long at most for the spares to have started, so that the calibration runs
+#: beside no starting worker: one made beside two starting workers put a replayed round's exchange at 0.32 ms where
+#: later rounds held about 0.8 ms, and the judge did not believe honest replayed claims in 3 of 6 runs of
+#: benchmarks/harness_overhead.py (docs/measurements.md).
 QUIET_CALIBRATION_WAIT_S = 10.0
 
 logger = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ class DeviceSlot:
         self.active_solution: Solution | None = None
         self.active_key: tuple[str, str] | None = None
         self.spares: deque[WorkerProcess] = deque()
-        #: Whether a worker was attached yet (the first waits for the spares: ``QUIET_CALIBRATION_WAIT_S``).
+        #: Whether a worker was attached yet (before the first, one more worker is started: ``_start_spares``).
         self.attached_before = False
         self._start_spares()
         self.retiring: list[Retirement] = []
@@ -107,15 +108,17 @@ class DeviceSlot:
 
     def _attached_worker(self, judge: JudgeProcess) -> WorkerProcess:
         """The active worker, attached to ``judge``; a worker that fails to start is replaced once, then it is
-        an error."""
+        an error. Where the judge calibrates on it, the spares have started before it returns
+        (``QUIET_CALIBRATION_WAIT_S``): at the first attach they started beside the judge; at a later calibration
+        (every 5 minutes) the one just started to replace it is waited for."""
         if self.active is not None:
             return self.active
-        first, self.attached_before = not self.attached_before, True
+        self.attached_before, calibrates = True, False
         for attempt in range(START_ATTEMPTS):
             worker = self.spares.popleft() if self.spares else self._new_worker()
             self._start_spares()
             try:
-                self.last_isolation = judge.attach(worker, READY_TIMEOUT_S)
+                self.last_isolation, calibrates = judge.attach(worker, READY_TIMEOUT_S)
             except WorkerStartError:
                 worker.kill()
                 if attempt + 1 == START_ATTEMPTS:
@@ -124,7 +127,7 @@ class DeviceSlot:
                 continue
             self.active = worker
             break
-        if first:
+        if calibrates:
             for spare in self.spares:
                 spare.started(QUIET_CALIBRATION_WAIT_S)
         assert self.active is not None

@@ -164,8 +164,9 @@ class JudgeProcess:
             self.environment = payload
         return self.environment
 
-    def attach(self, worker: WorkerProcess, timeout: float) -> str:
-        """Hand ``worker``'s channel to the judge and wait until the worker is ready; returns its isolation."""
+    def attach(self, worker: WorkerProcess, timeout: float) -> tuple[str, bool]:
+        """Hand ``worker``'s channel to the judge and wait until the worker is ready; returns its isolation and
+        whether the judge calibrates on it (its first item begins with judge/calibration.py)."""
         conn = worker.handover()
         try:
             self.conn.send((protocol.ATTACH, worker.process.pid))
@@ -174,8 +175,8 @@ class JudgeProcess:
             conn.close()
         tag, payload = self._next(timeout, [worker.process.sentinel])
         if tag == protocol.WORKER_READY:
-            worker.isolation = payload
-            return payload
+            worker.isolation, calibrates = payload
+            return worker.isolation, calibrates
         if tag is None and self.process.is_alive():
             worker.kill()  # dead or hung at start: the judge sees its channel close and answers
             tag, payload = self._next(JUDGE_DRAIN_S, [])

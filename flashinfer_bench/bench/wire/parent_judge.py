@@ -96,7 +96,7 @@ class WorkOutcome:
 
 # Message tags, judge -> parent
 READY = "ready"  # payload: environment dict {"hardware": str, "libs": {...}}
-WORKER_READY = "worker_ready"  # payload: how the worker is isolated (one line), after ATTACH
+WORKER_READY = "worker_ready"  # payload: (how the worker is isolated, one line; whether the judge calibrates on it)
 WORKER_FAILED = "worker_failed"  # payload: why the attached worker did not start
 BUILT = "built"  # the solution is built; the evaluation's timeout starts now
 BASELINE = "baseline"  # payload: ReferenceTiming (or None), sent before the solution runs
