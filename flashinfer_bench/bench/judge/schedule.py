@@ -248,8 +248,11 @@ class TimedSchedule:
         return [r for r in self.rounds if r.replayed]
 
     def finished(self) -> None:
-        """The loop is over: the waits measured in each window come out of it, as far as the session's bound on
-        what the host held up allows."""
+        """The loop is over: the waits in each window come out of it, as far as the session's bound on what the host
+        held up allows. CallFailed where calls made one at a time ended before the planned last (always picked)."""
+        if self.ended < self.calls and not self.replayed:
+            raise CallFailed(EvaluationStatus.RUNTIME_ERROR, f"the timing loop ended after {self.ended} of its "
+                             f"{self.calls} planned calls")
         if self.watch is not None and self.started is not None and (ended := self.watch.read()) is not None:
             session_ms = (ended.at - self.started.at) * 1e3
             bound_ms = HostWatch.busy_fraction(self.started, ended) * session_ms
@@ -294,11 +297,8 @@ class TimedSchedule:
 
     def _checked(self, rounds: list[Round]) -> list[Round]:
         """Of ``rounds``, those with a picked call (the planned last call's always has one), else all: a round
-        shortened by skipping calls is caught unless its picks missed them all, where the median over every round
-        moved once half of them were emptied, 0.875^2 odds at 3 timed calls (docs/security.md)."""
-        starts = [s.first_index for s in self.shipments]
-        checked = [r for r in rounds if any(r.first <= start < r.first + r.calls for start in starts)]
-        return checked or rounds
+        shortened by skipping calls counts only where its picks missed them all (docs/security.md)."""
+        return [r for r in rounds if any(r.first <= s.first_index < r.first + r.calls for s in self.shipments)] or rounds
 
     def _work_per_call(self, round_: Round, draw: float) -> float:
         """The mean wall time of a call in the round, less what the host held it up and the judge's own draw."""

@@ -624,6 +624,25 @@ def test_the_work_per_call_comes_from_rounds_with_a_picked_call_so_skipping_unpi
     assert honest.notes == [] and honest.latency_ms == 99.0
 
 
+def test_a_timing_loop_that_ends_before_its_planned_last_call_fails():
+    """Of calls made one at a time, the planned last is the one always checked: a loop that stops short of it would
+    escape every pick but by luck (an honest timer makes at least the planned calls). Replayed rounds have picks of
+    their own, and large outputs hold them to fewer calls than planned."""
+    from flashinfer_bench.bench.judge import schedule as timed
+
+    schedule = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("timed", 0), warmup=0, iterations=3,
+                                   probability=0.0)
+    schedule.opening_round()
+    assert schedule.on_ran(1) == []
+    with pytest.raises(timed.CallFailed, match="ended after 1 of its 3 planned calls"):
+        schedule.finished()
+    for count in (2, 3):
+        schedule.next_round()
+        picked = schedule.on_ran(count)
+    assert picked == [2]
+    schedule.finished()  # all planned calls made
+
+
 def test_a_trial_whose_reference_outputs_are_all_zero_is_drawn_again():
     """An MoE token routed to no local expert gives all-zero outputs: against them a solution returning zeros, or
     its outputs scaled, passes. Such a trial is drawn again from another seed."""
