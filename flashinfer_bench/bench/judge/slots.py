@@ -46,7 +46,7 @@ class SlotStock:
             try:
                 slot = stocked.result()
             except Exception:  # noqa: BLE001 - the stock could not be made: a new buffer instead (or its error)
-                slot = None
+                pass
         if slot is None:
             slot = Slot.create(size)
         self.largest = max(self.largest, slot.size)
