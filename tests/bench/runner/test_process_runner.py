@@ -178,7 +178,7 @@ def test_a_worker_that_dies_before_it_is_ready_is_replaced(tmp_path):
     runner = persistent_runner(["cpu"], timeout_seconds=30)
     runner.slots[0].spares[0].process.kill()  # the worker about to become active dies during start-up
     result = Benchmark(trace_set, CONFIG, runner_factory=lambda c: runner).run_all(save_results=False)
-    assert result.traces["scale_add"][0].evaluation.status.value == "PASSED"
+    assert result.traces["scale_add"][0].evaluation.status.value == "PASSED", result.traces["scale_add"][0].evaluation.log
 
 
 def test_spare_workers_are_started_ahead_and_replaced_as_they_are_attached(tmp_path, monkeypatch):
