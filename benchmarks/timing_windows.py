@@ -65,7 +65,7 @@ def main() -> None:
             claim = handle.time(cfg.iterations, cfg.warmup_runs, schedule)
             for _ in schedule.picked_inputs():  # the judge's own draw times, as judge_picked takes them
                 pass
-            judged = schedule.latency(claim, floor)
+            judged = schedule.latencies(claim, floor)[0]
             rounds = " ".join(f"{r.calls}x{r.wall_ms / r.calls:.3f}" for r in schedule.rounds)
             print(f"  session {session}: claim {statistics.median(claim.samples_ms):.4f} ms; rounds (calls x ms "
                   f"per call) {rounds}; lead-in lengthened (late "

@@ -147,9 +147,12 @@ class Harness:
         return self._time_each(iterations, warmup, seeds, exchange, slot, keep_outputs)
 
     def _replays(self, replay: ReplayShape, keep_outputs: bool) -> tuple[TimedCall, ReplayedCalls] | None:
-        """The call this harness replays and its graphs (kept for the next sessions), the first round's captured;
-        None where the calls cannot be replayed: the plan's draws need the host, the callee has a setup (it runs per
-        call, for the values drawn), or the capture failed (and is not tried again)."""
+        """The call this harness replays and its graphs (kept for the next sessions), those of the first round and of
+        the longest captured now, before the warm-up's end: a graph captured inside a round's window (a tenth of a
+        millisecond per call) made that round useless for sizing the next ones, and the rounds after it too short
+        (judge/replayed.py ``next_round_calls``). None where the calls cannot be replayed: the plan's draws need the
+        host, the callee has a setup (it runs per call, for the values drawn), or the capture failed (and is not
+        tried again)."""
         key = (keep_outputs, replay.most_calls)
         if key not in self._replayed:
             replays = None
@@ -158,7 +161,7 @@ class Harness:
                 replayed = ReplayedCalls(self.plan, timed.inputs, timed.call,
                                          timed.latest if keep_outputs else None, self.layouts, replay.most_calls)
                 try:
-                    for size in set(graph_sizes(replay.first_calls)):
+                    for size in set(graph_sizes(replay.first_calls)) | {graph_sizes(replay.most_calls)[0]}:
                         replayed.graph(size)
                     replays = timed, replayed
                 except GraphCaptureFailed:

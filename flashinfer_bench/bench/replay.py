@@ -153,12 +153,12 @@ class ReplayedCalls:
 
 def harness_device_ms(plan: InputPlan, layouts: list[TensorLayout], calls: int) -> float:
     """The device time per call of the harness's own work in a replayed round of ``calls`` calls (a draw, a copy
-    of outputs of these layouts into the ring), from the cheapest of ``HARNESS_REPLAYS`` replays of the graph such a
-    round replays with no call in it, timed by the judge in its own process."""
+    of outputs of these layouts into the ring: none without layouts), from the cheapest of ``HARNESS_REPLAYS``
+    replays of the graph such a round replays with no call in it, timed by the judge in its own process."""
     device = torch.device(plan.device)
     outputs = [torch.zeros(layout.shape, dtype=layout.dtype, device=device) for layout in layouts]
     size = graph_sizes(calls)[0]
-    replayed = ReplayedCalls(plan, plan.draw(0), lambda: None, lambda: outputs, layouts, size)
+    replayed = ReplayedCalls(plan, plan.draw(0), lambda: None, (lambda: outputs) if layouts else None, layouts, size)
     graph = replayed.graph(size)
     # Queued back to back, each after its ring's row is reset: the host queues the next while the device runs the
     # one before, so no pair of events holds a launch (a round's replays follow each other the same way).

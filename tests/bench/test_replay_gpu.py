@@ -82,6 +82,10 @@ def test_capturable_solutions_are_timed_from_replays_a_liar_among_them_is_record
     spin, lies = got["spin"].performance.latency_ms, got["lies"].performance.latency_ms
     assert spin == pytest.approx(0.2, rel=0.3)
     assert "not believed" in got["lies"].log and lies == pytest.approx(spin, rel=0.2)
+    # One replayed session timed the three trials, a round each; each of the liar's was caught.
+    extra = got["spin"].performance.extra
+    assert len(extra["trial_latencies_ms"]) == len(extra["timed_calls"]) == 3
+    assert got["lies"].performance.extra["judge_estimated_trials"] == 3
 
 
 SLOW_SYNCS = ("import time\nimport torch\ndef run(x, y):\n    time.sleep(0.12)\n"

@@ -110,16 +110,19 @@ class PerformanceResult:
 
 def time_reference(reference: Callee, ctx: EvaluationContext, call_ms: float | None = None) -> ReferenceTiming:
     """The reference timed as solutions are (the same loop, harness.py, here in the judge's own process): in
-    ``num_trials`` sessions (``session_calls`` for a call of ``call_ms``), every call on fresh inputs; the
-    mean of the sessions' medians, the 95% interval over every sample, and the conditions the loop reported."""
+    ``num_trials`` trials (``session_calls`` for a call of ``call_ms``; one session for all of them where its calls
+    are replayed, as for solutions), every call on fresh inputs; the mean of the trials' medians, the 95% interval
+    over every sample, and the conditions the loop reported."""
     medians, samples, conditions = [], [], {}
     handle = LocalSolution(ctx, reference)
     warmup, iterations = session_calls(ctx.config, call_ms, REFERENCE_SESSION_MS)
-    for session in range(ctx.config.num_trials):
-        schedule = UncheckedSchedule(ctx, ("reference", session), warmup, iterations)
+    while len(medians) < ctx.config.num_trials:
+        schedule = UncheckedSchedule(ctx, ("reference", len(medians)), warmup, iterations,
+                                     ctx.config.num_trials - len(medians))
         claim = handle.time(iterations, warmup, schedule)
-        medians.append(median(claim.samples_ms))
-        samples += claim.samples_ms
+        for trial in schedule.trial_samples(claim.samples_ms):
+            medians.append(median(trial))
+            samples += trial
         conditions = claim.conditions()
     stats = summarize(samples)
     return ReferenceTiming(fmean(medians), (stats.ci95_low_ms, stats.ci95_high_ms), conditions)
@@ -350,19 +353,21 @@ class Evaluator(ABC):
 
     @classmethod
     def eval_performance(cls, ctx: EvaluationContext, solution: SolutionHandle, baseline: Baseline) -> PerformanceResult:
-        """Time the solution in ``num_trials`` sessions as the module docstring says (``session_calls`` for its
-        last correctness call's time on the judge's clock, and whether it refused replays before); the latency is
-        the mean of the sessions' medians. Raises ``TimedOutputsMismatch`` when a checked timed call is wrong."""
+        """Time the solution in ``num_trials`` trials as the module docstring says (``session_calls`` for its
+        last correctness call's time on the judge's clock, and whether it refused replays before): a session per
+        trial, or one for all of them where its calls are replayed (judge/replayed.py ``RAMP_ROUNDS``); the latency
+        is the mean of the trials' medians. Raises ``TimedOutputsMismatch`` when a checked timed call is wrong."""
         cfg = ctx.config
         sessions = []
         floor = solution.clock_floor()
         call_ms = solution.latest_call_ms
         replayable = ctx.input_plan.replay_obstacle is None and not solution.facts.replays_refused
         warmup, iterations = session_calls(cfg, call_ms, SOLUTION_SESSION_MS, replayable)
-        for session in range(cfg.num_trials):
+        while len(sessions) < cfg.num_trials:
             check = cls.timed_check(ctx, baseline)
-            schedule = TimedSchedule(ctx, ("timed", session), warmup, iterations, check.probability,
-                                     solution.host_watch(), floor.replay_round_ms or 0.0)
+            schedule = TimedSchedule(ctx, ("timed", len(sessions)), warmup, iterations, check.probability,
+                                     solution.host_watch(), floor.replay_round_ms or 0.0,
+                                     trials=cfg.num_trials - len(sessions))
             claim = solution.time(iterations, warmup, schedule)
             if schedule.replay is not None and not schedule.replayed:
                 solution.facts.replays_refused = True
@@ -370,7 +375,7 @@ class Evaluator(ABC):
                 failure = schedule.judge_picked(check)
             if failure is not None and not failure.passed:
                 raise TimedOutputsMismatch(failure)
-            sessions.append(schedule.latency(claim, floor))
+            sessions += schedule.latencies(claim, floor)
         latency = fmean(s.latency_ms for s in sessions)
         setups = [s.setup_ms for s in sessions if s.setup_ms is not None]
         setup = fmean(setups) if len(setups) == len(sessions) else None

@@ -20,8 +20,8 @@ from flashinfer_bench.bench.seeds import SeedStream, stable_seed
 from flashinfer_bench.bench.slot import TensorLayout, output_layouts
 from flashinfer_bench.data import Definition, Workload
 
-#: ``EvaluationContext.replay_harness_ms`` by (definition, workload, trace set, device, calls per graph).
-_HARNESS_MS: dict[tuple[str, str, str | None, str, int], float] = {}
+#: ``EvaluationContext.replay_harness_ms`` by (definition, workload, trace set, device, copies, calls per graph).
+_HARNESS_MS: dict[tuple[str, str, str | None, str, bool, int], float] = {}
 
 
 @dataclass(frozen=True)
@@ -63,17 +63,18 @@ class EvaluationContext:
         with phase(DRAWS):
             return self.input_plan.draw(key)
 
-    def replay_harness_ms(self, calls: int) -> float:
+    def replay_harness_ms(self, calls: int, copies: bool = True) -> float:
         """The harness's own device time per call in a replayed round of ``calls`` calls
-        (``replay.harness_device_ms``), timed by the judge once per workload and graph size (the same for every
-        solution of the workload, so this judge process keeps it): each replay of a graph costs the device 5-11 us
-        beyond its calls (an H100, benchmarks/harness_graph_sizes.py), whose share per call depends on the graph's
-        size."""
+        (``replay.harness_device_ms``; ``copies``: the outputs copied into the ring, as a solution's are, not a
+        reference's), timed by the judge once per workload and graph size (the same for every solution of the
+        workload, so this judge process keeps it): each replay of a graph costs the device 5-11 us beyond its calls
+        (an H100, benchmarks/harness_graph_sizes.py), whose share per call depends on the graph's size."""
         from flashinfer_bench.bench.replay import graph_sizes, harness_device_ms
 
-        key = (self.definition.name, self.workload.uuid, self.trace_set_root, self.device, graph_sizes(calls)[0])
+        key = (self.definition.name, self.workload.uuid, self.trace_set_root, self.device, copies,
+               graph_sizes(calls)[0])
         if key not in _HARNESS_MS:
-            _HARNESS_MS[key] = harness_device_ms(self.input_plan, self.output_layouts, key[-1])
+            _HARNESS_MS[key] = harness_device_ms(self.input_plan, self.output_layouts if copies else [], key[-1])
         return _HARNESS_MS[key]
 
     @property

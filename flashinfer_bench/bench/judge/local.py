@@ -14,7 +14,13 @@ from flashinfer_bench.bench.harness import Harness
 from flashinfer_bench.bench.judge.calibration import calibrate, zero_filling_callee
 from flashinfer_bench.bench.judge.clock import ClockFloor
 from flashinfer_bench.bench.judge.context import EvaluationContext
-from flashinfer_bench.bench.judge.replayed import later_round_calls, replay_shape, replayed_round_seeds
+from flashinfer_bench.bench.judge.replayed import (
+    LEAST_SAMPLE_MS,
+    later_round_calls,
+    replay_shape,
+    replayed_round_seeds,
+    trial_rounds,
+)
 from flashinfer_bench.bench.judge.solution import (
     CallResult,
     Schedule,
@@ -97,14 +103,16 @@ class UncheckedSchedule:
 
     picks_calls = False
 
-    def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...], warmup: int, iterations: int) -> None:
+    def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...], warmup: int, iterations: int,
+                 trials: int = 1) -> None:
         self.ctx, self.issued = ctx, 0
         self.stream = ctx.seed_stream(*purpose)
         self.warmup, self.calls = warmup, warmup + iterations
         self.round_limit = max(1, self.calls)
-        self.replay = replay_shape(ctx, warmup, 0.0)
+        self.replay = replay_shape(ctx, warmup, 0.0, trials)
+        self.trials = trials
         #: The replayed rounds' calls after the first (sized for the planned calls alone: no clock is kept).
-        self.later_calls = later_round_calls(self.replay, iterations, None) if self.replay is not None else 0
+        self.later_calls = later_round_calls(self.replay, iterations * trials, None) if self.replay is not None else 0
 
     replayed = False
 
@@ -144,3 +152,14 @@ class UncheckedSchedule:
 
     def finished(self) -> None:
         pass
+
+    def trial_samples(self, samples_ms: list[float]) -> list[list[float]]:
+        """The samples of each trial the session timed: ``trials`` where its calls were replayed (a sample per
+        round, judge/replayed.py ``trial_rounds``, less the harness's own device work per call, its draws, as a
+        solution's replayed samples are: else a tiny reference would be charged for them, and the speed-up over it
+        inflated), else one."""
+        if self.replay is None:
+            return [samples_ms]
+        harness = self.ctx.replay_harness_ms(max(self.replay.first_calls, self.later_calls), copies=False)
+        net = [max(sample - harness, LEAST_SAMPLE_MS) for sample in samples_ms]
+        return [[net[i] for i in rounds] for rounds in trial_rounds(len(net), self.trials)]

@@ -36,8 +36,18 @@ REPLAYED_PLAUSIBLE_FRACTION, REPLAYED_MARGIN_MS = 0.9, 0.001
 #: times a power of two, enough for about ``REPLAYED_ROUND_MS`` of work at the least time per call so far
 #: (``next_round_calls``; a long round makes the exchange and its noise small per call: an honest claim of a few
 #: microseconds is read against them), at most ``REPLAYED_MOST_CALLS`` calls and ``REPLAYED_KEPT_BYTES`` of outputs.
+#: Rounds of 4 ms held too little of a small kernel's work where the harness's draws and copies were most of a
+#: call's: 4 us calls beside 11 us of the harness's work, in 256-call rounds, had honest claims not believed in 5
+#: of 9 runs of benchmarks/harness_overhead.py on H100s, 0.4 ms of the exchange's noise being 1.6 us a call
+#: (docs/measurements.md, twelfth session).
 REPLAYED_FIRST_CALLS, REPLAYED_ROUNDS = 16, 5
-REPLAYED_ROUND_MS, REPLAYED_MOST_CALLS = 4.0, 1024
+REPLAYED_ROUND_MS, REPLAYED_MOST_CALLS = 8.0, 1024
+#: A replayed session may time several trials (``num_trials``, evaluators/evaluator.py): its first this many rounds
+#: (the short first and the one sized on it) are no trial's, then one round per trial, each trial's latency its
+#: round's sample; the judge clocks and checks all of them together (judge/schedule.py ``TimedSchedule.latencies``).
+#: One warm-up, one ramp and one shipment per round then serve every trial: a session per trial, each of
+#: ``REPLAYED_ROUNDS`` rounds, spent three times the rounds and the judge's picks on the defaults' three trials.
+RAMP_ROUNDS = 2
 #: A replayed round's calls are each picked for checking with the session's probability, or with this many over
 #: the round's calls where that is less (each pick costs the judge a reference call, unless a solution before had
 #: the same one checked). Skipping a share f of one round's calls then escapes every pick with probability about
@@ -64,15 +74,23 @@ def kept_calls(ctx: EvaluationContext, kept_bytes: int = KEPT_BYTES) -> int:
     return max(1, kept_bytes // max(total_bytes(ctx.output_layouts), 1))
 
 
-def replay_shape(ctx: EvaluationContext, warmup: int, probability: float) -> ReplayShape | None:
-    """How a session's timed calls are replayed (each picked for checking with ``probability``), or None where they
-    are not: no warm-up call (the worker says it replays when the warm-up ends) or inputs whose draws need the
-    host."""
+def replay_shape(ctx: EvaluationContext, warmup: int, probability: float, trials: int = 1) -> ReplayShape | None:
+    """How a session of ``trials`` trials replays its timed calls (each picked for checking with ``probability``),
+    or None where it does not: no warm-up call (the worker says it replays when the warm-up ends) or inputs whose
+    draws need the host."""
     if not warmup or ctx.input_plan.replay_obstacle is not None:
         return None
     most = REPLAYED_ROUND_PICKS if probability >= 1.0 else REPLAYED_MOST_CALLS
     most = max(1, min(most, kept_calls(ctx, REPLAYED_KEPT_BYTES)))
-    return ReplayShape(min(REPLAYED_FIRST_CALLS, most), most, REPLAYED_ROUNDS)
+    return ReplayShape(min(REPLAYED_FIRST_CALLS, most), most, REPLAYED_ROUNDS if trials <= 1 else RAMP_ROUNDS + trials)
+
+
+def trial_rounds(rounds: int, trials: int) -> list[range]:
+    """Which of a replayed session's ``rounds`` rounds time each of its ``trials`` trials (``RAMP_ROUNDS``): all of
+    them for one trial."""
+    if trials <= 1:
+        return [range(rounds)]
+    return [range(RAMP_ROUNDS + trial, RAMP_ROUNDS + trial + 1) for trial in range(trials)]
 
 
 def replayed_round_seeds(stream: SeedStream, first: int, calls: int) -> list[int]:
@@ -102,8 +120,8 @@ def replayed_picks(stream: SeedStream, probability: float, first: int, count: in
 
 def later_round_calls(replay: ReplayShape, iterations: int, per_call_ms: float | None) -> int:
     """The calls of each replayed round after the first: the first round's calls times a power of two, enough for
-    the planned timed calls in all and for ``REPLAYED_ROUND_MS`` at ``per_call_ms`` (where known), at most
-    ``replay.most_calls``."""
+    the ``iterations`` timed calls planned in all (every trial's) and for ``REPLAYED_ROUND_MS`` at ``per_call_ms``
+    (where known), at most ``replay.most_calls``."""
     wanted = -(-max(iterations - replay.first_calls, 0) // max(replay.rounds - 1, 1))
     if per_call_ms is not None:
         wanted = max(wanted, int(REPLAYED_ROUND_MS / max(per_call_ms, 1e-6)))

@@ -7,7 +7,8 @@ has ended); the worker makes the round's calls back to back, each on fresh input
 outputs, and says when the round has ended; the judge then picks which of the round's calls to check (each with
 ``probability``, unknown to the worker) and has their kept outputs shipped. Warm-up calls and timed calls never
 share a round. Calls are made one at a time, each on inputs drawn from its own seed, or after the warm-up replayed
-from CUDA graphs, a round's inputs drawn on the device from its first seed (bench/replay.py, judge/replayed.py).
+from CUDA graphs, a round's inputs drawn on the device from its first seed (bench/replay.py, judge/replayed.py); a
+replayed session may time several trials, a round each, all held to the session's bound (``latencies``).
 
 The samples the worker reports are the solution's word. What the judge knows for itself: each round's window on
 its clock, from sending the seeds to hearing the round has ended, and each shipment's. A round's seeds exist only
@@ -57,9 +58,10 @@ from flashinfer_bench.bench.judge.replayed import (
     replay_shape,
     replayed_picks,
     replayed_round_seeds,
+    trial_rounds,
     work_per_call,
 )
-from flashinfer_bench.bench.judge.windows import Round, SessionLatency, Shipment, log_windows
+from flashinfer_bench.bench.judge.windows import ClockBound, Round, SessionLatency, Shipment, log_windows
 from flashinfer_bench.bench.slot import total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.failures import CallFailed
@@ -110,7 +112,8 @@ class TimedSchedule:
     are judged after the loop (``judge_picked``)."""
 
     def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...], warmup: int, iterations: int,
-                 probability: float, watch: HostWatch | None = None, exchange_ms: float = 0.0) -> None:
+                 probability: float, watch: HostWatch | None = None, exchange_ms: float = 0.0,
+                 trials: int = 1) -> None:
         self.ctx, self.probability = ctx, probability
         self.stream, self.purpose = ctx.seed_stream(*purpose), str(purpose[0])
         self.watch = watch
@@ -119,7 +122,10 @@ class TimedSchedule:
         #: The most calls a round holds, and so the most outputs one shipment carries.
         self.round_limit = round_calls(ctx)
         self.iterations, self.timed_round = iterations, max(1, -(-iterations // TIMED_ROUNDS))
-        self.replay = replay_shape(ctx, warmup, probability)
+        self.replay = replay_shape(ctx, warmup, probability, trials)
+        #: The trials this session times where its calls are replayed (judge/replayed.py ``RAMP_ROUNDS``); made one
+        #: at a time, it times one, of ``iterations`` calls.
+        self.trials = trials if self.replay is not None else 1
         #: What a replayed round's window holds beyond its replay (ClockFloor.replay_round_ms), to size rounds.
         self.exchange_ms = exchange_ms
         #: The first call replayed from a CUDA graph, once the worker said its timed calls are (else None).
@@ -242,17 +248,21 @@ class TimedSchedule:
         if len(done := self._replayed_rounds()) >= self.replay.rounds:
             raise CallFailed(EvaluationStatus.RUNTIME_ERROR,
                              f"the timing loop asked for more than the {self.replay.rounds} replayed rounds")
-        return next_round_calls(self.replay, self.iterations, done, self.exchange_ms)
+        return next_round_calls(self.replay, self.iterations * self.trials, done, self.exchange_ms)
 
     def _replayed_rounds(self) -> list[Round]:
         return [r for r in self.rounds if r.replayed]
 
     def finished(self) -> None:
         """The loop is over: the waits in each window come out of it, as far as the session's bound on what the host
-        held up allows. CallFailed where calls made one at a time ended before the planned last (always picked)."""
+        held up allows. CallFailed where calls made one at a time ended before the planned last (always picked), or
+        replayed calls before the planned rounds (each trial's latency is a round's)."""
         if self.ended < self.calls and not self.replayed:
             raise CallFailed(EvaluationStatus.RUNTIME_ERROR, f"the timing loop ended after {self.ended} of its "
                              f"{self.calls} planned calls")
+        if self.replay is not None and self.replayed and len(made := self._replayed_rounds()) < self.replay.rounds:
+            raise CallFailed(EvaluationStatus.RUNTIME_ERROR, f"the timing loop ended after {len(made)} of its "
+                             f"{self.replay.rounds} replayed rounds")
         if self.watch is not None and self.started is not None and (ended := self.watch.read()) is not None:
             session_ms = (ended.at - self.started.at) * 1e3
             bound_ms = HostWatch.busy_fraction(self.started, ended) * session_ms
@@ -330,9 +340,11 @@ class TimedSchedule:
         judge/replayed.py ``exchange_floor``)."""
         return exchange_floor(self._replayed_rounds(), claim.samples_ms)
 
-    def latency(self, claim: TimingClaim, floor: ClockFloor) -> SessionLatency:
-        """The latency to record, the setup's, and a note when the claim is not believed (see the module
-        docstring; a setup's time is the solution's word too, and is checked with the call's)."""
+    def latencies(self, claim: TimingClaim, floor: ClockFloor) -> list[SessionLatency]:
+        """Per trial the session timed (``trials`` where its calls were replayed, judge/replayed.py
+        ``trial_rounds``; else one): the latency to record, the setup's, and a note when the claim is not believed
+        (see the module docstring; a setup's time is the solution's word too, and is checked with the call's). The
+        judge's clock bounds the session as a whole, and every trial's claim is held to that bound."""
         samples = claim.samples_ms
         timed = self._timed_rounds()
         timed_calls = sum(r.calls for r in timed)
@@ -345,9 +357,7 @@ class TimedSchedule:
                 samples, claimed_total = net_samples(samples, replayed, harness)
             except ValueError as exc:
                 raise CallFailed(EvaluationStatus.RUNTIME_ERROR, str(exc)) from None
-        claimed = median(samples)
         setup = median(claim.setup_ms) if claim.setup_ms else None
-        claimed_work = claimed + (setup or 0.0)
         wall = sum(r.wall_ms for r in timed)  # uncorrected: a busy host makes no claim impossible
         draw, copy = self._draw_ms(), self.copy_ms
         if replayed:
@@ -369,26 +379,15 @@ class TimedSchedule:
                    f"{while_shipping:.4f} ms more while shipping its outputs"
                    + (figures(replayed, self.held_scale, floor.replay_round_ms or 0.0, harness) if replayed else "")
                    + ")")
-        recorded, what = estimate, "the judge's estimate"
-        if claimed_total > wall * IMPOSSIBLE_FACTOR + IMPOSSIBLE_SLACK_MS * len(samples):
-            why = (f"{claimed_total:.4f} ms over its {timed_calls} timed calls, more than their rounds took on the "
-                   f"judge's clock ({wall:.4f} ms)")
-        elif while_shipping > max(HOST_ALLOWANCE_MS, claimed):
-            why = "work done when its outputs were asked for"
-        elif claimed_work < least:
-            why = "far less than the work in a call"
-            # A claim just above ``least`` stands, so recording more for one below it would cost a liar nothing
-            # and make an honest solution's latency jump from its claim to the whole window where the host made
-            # that window long (host work around its kernels, or a busy host that stalled every replayed round).
-            recorded, what = least, f"the least the judge's clock allows ({least:.4f} ms)"
-        else:
-            return SessionLatency(claimed, setup, self._session_notes(), list(samples), claim.conditions(),
-                                  self.busy_fraction, estimate, timed_calls)
-        with_setup = f" and {setup:.4f} ms of setup" if setup is not None else ""
-        return SessionLatency(recorded, None, [
-            f"timing: the solution's process claimed {claimed:.4f} ms per call{with_setup}, {why}; {clocked}; "
-            f"recorded {what} ({claim.method} claim not believed)", *self._session_notes()], [],
-            claim.conditions(), self.busy_fraction, estimate, timed_calls)
+        impossible = claimed_total > wall * IMPOSSIBLE_FACTOR + IMPOSSIBLE_SLACK_MS * len(samples)
+        bound = ClockBound(estimate, clocked, least, while_shipping, HOST_ALLOWANCE_MS, self._session_notes(),
+                           self.busy_fraction, None if not impossible else (
+                               f"{claimed_total:.4f} ms over its {timed_calls} timed calls, more than their rounds "
+                               f"took on the judge's clock ({wall:.4f} ms)"))
+        if not replayed:
+            return [bound.judged(claim, list(samples), setup, timed_calls)]
+        return [bound.judged(claim, [samples[i] for i in rounds], setup, sum(replayed[i].calls for i in rounds))
+                for rounds in trial_rounds(len(replayed), self.trials)]
 
     def _session_notes(self) -> list[str]:
         notes = []

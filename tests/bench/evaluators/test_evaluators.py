@@ -504,13 +504,93 @@ def test_a_replayed_session_takes_the_work_from_its_shortest_later_round_and_bou
 
     def recorded(claim_ms: float) -> timed.SessionLatency:
         # One sample a round: its time per call, the harness's work included.
-        return schedule.latency(TimingClaim([claim_ms + 0.01] * 3, "cuda_events"), floor)
+        return schedule.latencies(TimingClaim([claim_ms + 0.01] * 3, "cuda_events"), floor)[0]
 
     lie, close = recorded(0.00003), recorded(least + 0.0001)
     assert lie.latency_ms == pytest.approx(least) and "0.0300 ms per call" in lie.notes[0]
     assert close.notes == [] and close.latency_ms == pytest.approx(least + 0.0001)
     schedule.ctx = evaluation_context(SCALE, WORKLOAD, CFG)  # the workload's next solution
     assert recorded(least + 0.0001).latency_ms == pytest.approx(least + 0.0001) and measured == [5]
+
+
+def test_a_replayed_session_of_three_trials_holds_each_trials_round_to_the_sessions_bound(monkeypatch):
+    """A replayed session may time every trial (judge/replayed.py RAMP_ROUNDS): its rounds are sized for all their
+    planned calls; after the first two, one round per trial, whose sample is that trial's claim, each held to the
+    session's work per call, so a lie in one round is caught in its trial; a loop that ends before its planned
+    rounds fails."""
+    from flashinfer_bench.bench import replay as replays
+    from flashinfer_bench.bench.judge import context as contexts
+    from flashinfer_bench.bench.judge import replayed
+    from flashinfer_bench.bench.judge import schedule as timed
+    from flashinfer_bench.bench.replay import ReplayShape
+    from flashinfer_bench.bench.wire.claims import TimingClaim
+
+    assert replayed.trial_rounds(5, 3) == [range(2, 3), range(3, 4), range(4, 5)]
+    assert replayed.trial_rounds(5, 1) == [range(5)]
+    now = [0.0]
+    monkeypatch.setattr(timed.time, "perf_counter", lambda: now[0])
+
+    def session(trials: int) -> timed.TimedSchedule:
+        made = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("timed", 0), warmup=1, iterations=50,
+                                   probability=0.0, trials=trials)
+        assert made.replay is None and made.trials == 1  # the CPU: nothing to replay, one trial a session
+        rounds = replayed.REPLAYED_ROUNDS if trials == 1 else replayed.RAMP_ROUNDS + trials
+        made.replay, made.trials = ReplayShape(first_calls=16, most_calls=1024, rounds=rounds), trials
+        made.opening_round()
+        made.on_ran(1, replay=True)
+        return made
+
+    def next_round(made: timed.TimedSchedule, ms_per_call: float) -> int:
+        calls = len(made.next_round())
+        now[0] += 0.1e-3 + calls * ms_per_call / 1e3
+        made.on_ran(made.ended + calls)
+        return calls
+
+    # Calls of 1 ms: REPLAYED_ROUND_MS holds a few, so the planned calls size the rounds: 34 left over 4 rounds for one
+    # trial's 50 (16 each), 134 for three trials' 150 (64 each).
+    one, three = session(1), session(3)
+    assert [next_round(one, 1.0) for _ in range(2)] == [16, 16]
+    assert [next_round(three, 1.0) for _ in range(2)] == [16, 64]
+    with pytest.raises(timed.CallFailed, match="ended after 2 of its 5 replayed rounds"):
+        three.finished()
+    now[0] = 0.0
+    three = session(3)
+    # 0.1 ms of exchange per round, 0.01 ms of the harness's work and 0.03 ms of work per call.
+    sizes = [next_round(three, 0.04) for _ in range(5)]
+    three.finished()
+    monkeypatch.setattr(contexts, "_HARNESS_MS", {})
+    monkeypatch.setattr(replays, "harness_device_ms", lambda plan, layouts, size: 0.01)
+    floor = timed.ClockFloor(per_call_ms=1.0, ship_ms=0.0, replay_round_ms=0.1)
+    honest = three.latencies(TimingClaim([0.04] * 5, "cuda_events"), floor)
+    assert [t.latency_ms for t in honest] == pytest.approx([0.03] * 3) and all(not t.notes for t in honest)
+    assert [t.timed_calls for t in honest] == sizes[2:] and [len(t.samples_ms) for t in honest] == [1, 1, 1]
+    # The ramp's rounds are no trial's: a lie there moves none; a lie in the last trial's round is that trial's.
+    assert [t.latency_ms for t in three.latencies(TimingClaim([0.00002] * 2 + [0.04] * 3, "cuda_events"),
+                                                 floor)] == pytest.approx([0.03] * 3)
+    lying = three.latencies(TimingClaim([0.04] * 4 + [0.01002], "cuda_events"), floor)
+    least = replayed.REPLAYED_PLAUSIBLE_FRACTION * 0.03 - replayed.REPLAYED_MARGIN_MS
+    assert [t.latency_ms for t in lying] == pytest.approx([0.03, 0.03, least])
+    assert not lying[0].notes and "claim not believed" in lying[2].notes[0] and lying[2].samples_ms == []
+
+
+def test_the_references_replayed_trials_are_its_rounds_less_the_harnesss_draws(monkeypatch):
+    """The reference's replayed session is split into trials as a solution's, and its samples are net of the
+    harness's own device work as a solution's are (its draws; it copies no outputs into a ring): else a tiny
+    reference would be charged for its inputs' draws, and every speed-up over it inflated."""
+    from flashinfer_bench.bench import replay as replays
+    from flashinfer_bench.bench.judge import context as contexts
+    from flashinfer_bench.bench.judge.local import UncheckedSchedule
+    from flashinfer_bench.bench.replay import ReplayShape
+
+    measured = []
+    monkeypatch.setattr(contexts, "_HARNESS_MS", {})
+    monkeypatch.setattr(replays, "harness_device_ms",
+                        lambda plan, layouts, size: measured.append((len(layouts), size)) or 0.002)
+    schedule = UncheckedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("reference", 0), 10, 50, trials=3)
+    assert schedule.replay is None and schedule.trial_samples([0.5, 0.7]) == [[0.5, 0.7]]  # the CPU: one trial
+    schedule.replay, schedule.later_calls = ReplayShape(16, 1024, 5), 64
+    trials = schedule.trial_samples([0.009, 0.007, 0.005, 0.006, 0.0021])
+    assert [t for [t] in trials] == pytest.approx([0.003, 0.004, 0.0001]) and measured == [(0, 64)]
 
 
 def test_a_session_asked_to_replay_whose_calls_were_made_one_at_a_time_says_so_in_the_log():
@@ -525,9 +605,9 @@ def test_a_session_asked_to_replay_whose_calls_were_made_one_at_a_time_says_so_i
                                    probability=0.0)
     schedule.rounds = [timed.Round(0, 1, 5.0, 0.0), timed.Round(1, 5, 10.0, 0.0)]
     floor = timed.ClockFloor(per_call_ms=0.0, ship_ms=0.0)
-    assert schedule.latency(TimingClaim([2.0] * 5, "cupti"), floor).notes == []  # not asked: nothing to say
+    assert schedule.latencies(TimingClaim([2.0] * 5, "cupti"), floor)[0].notes == []  # not asked: nothing to say
     schedule.replay = ReplayShape(first_calls=5, most_calls=5, rounds=2)
-    recorded = schedule.latency(TimingClaim([2.0] * 5, "cupti"), floor)
+    recorded = schedule.latencies(TimingClaim([2.0] * 5, "cupti"), floor)[0]
     assert recorded.latency_ms == 2.0 and recorded.notes == [replayed.NOT_REPLAYED_NOTE]
 
 
@@ -545,7 +625,7 @@ def test_a_claim_far_below_the_work_is_raised_to_the_least_the_clock_allows_and_
     least = timed.PLAUSIBLE_FRACTION * 2.0 - timed.HOST_ALLOWANCE_MS - margin
 
     def recorded(claim_ms: float) -> timed.SessionLatency:
-        return schedule.latency(TimingClaim([claim_ms] * 5, "cupti"), floor)
+        return schedule.latencies(TimingClaim([claim_ms] * 5, "cupti"), floor)[0]
 
     below, above = recorded(least - 0.01), recorded(least + 0.01)
     assert below.latency_ms == pytest.approx(least) and "the least the judge's clock allows" in below.notes[0]
@@ -578,7 +658,7 @@ def test_the_shipment_floor_is_paid_once_per_shipment_and_work_per_shipped_call_
         schedule.rounds = [timed.Round(first, 1, 1.0, 0.0) for first in range(10)]
         schedule.shipments = [timed.Shipment(first, 1, exchange + copy + work_per_shipped_call_ms, 0.0)
                               for first in range(10)]
-        return schedule.latency(TimingClaim([0.3] * 10, "host_clock"), floor)
+        return schedule.latencies(TimingClaim([0.3] * 10, "host_clock"), floor)[0]
 
     assert session(0.0).notes == [] and session(0.0).latency_ms == 0.3
     lazy = session(2.0)
@@ -590,13 +670,13 @@ def test_the_shipment_floor_is_paid_once_per_shipment_and_work_per_shipped_call_
     woke_late = timed.SHIP_ROUND_SHARE * 3.0 + 0.45  # ms: over HOST_ALLOWANCE_MS, but for the share
     after_long_rounds.shipments = [timed.Shipment(first, 1, floor.ship_ms + copy + woke_late, 0.0)
                                    for first in range(0, 100, 10)]
-    assert after_long_rounds.latency(TimingClaim([0.3] * 100, "host_clock"), floor).notes == []
+    assert after_long_rounds.latencies(TimingClaim([0.3] * 100, "host_clock"), floor)[0].notes == []
     # A lazy solution that lengthens a few rounds (3 of 10) to widen the share gains nothing: the median round's.
     padded = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("timed", 2), warmup=0, iterations=10,
                                  probability=0.0)
     padded.rounds = [timed.Round(first, 1, 30.0 if first < 3 else 0.5, 0.0) for first in range(10)]
     padded.shipments = [timed.Shipment(first, 1, floor.ship_ms + copy + 2.0, 0.0) for first in range(10)]
-    lazy = padded.latency(TimingClaim([0.3] * 10, "host_clock"), floor)
+    lazy = padded.latencies(TimingClaim([0.3] * 10, "host_clock"), floor)[0]
     assert "work done when its outputs were asked for" in lazy.notes[0]
 
 
@@ -615,7 +695,7 @@ def test_the_work_per_call_comes_from_rounds_with_a_picked_call_so_skipping_unpi
                                        iterations=3, probability=0.125)
         schedule.rounds = [timed.Round(first, 1, wall, 0.0) for first, wall in enumerate(windows_ms)]
         schedule.shipments = [timed.Shipment(2, 1, schedule.copy_ms, 0.0)]  # the planned last call, shipped
-        return schedule.latency(TimingClaim(claims_ms, "cuda_events"), floor)
+        return schedule.latencies(TimingClaim(claims_ms, "cuda_events"), floor)[0]
 
     skipper = session([1.0, 1.0, 100.0], [0.5, 0.5, 100.0])
     assert "far less than the work in a call" in skipper.notes[0]

@@ -66,7 +66,9 @@ def test_later_rounds_double_from_the_first_for_the_planned_calls_and_the_round_
     assert next_round_calls(shape, 50, [first], exchange_ms=0.3) == 128
     # A later round the host held up for more than LENGTHENED_HELD_SHARE of its window: the next is twice as long,
     # up to the most; the rounds never shrink back.
-    quiet, held = Clocked(128, 5.0, held_ms=0.1), Clocked(128, 5.0, held_ms=LENGTHENED_HELD_SHARE * 5.0 + 0.1)
+    window = 0.3 + 0.1 + 128 * REPLAYED_ROUND_MS / 100  # 100 calls make a round, by this one too
+    quiet = Clocked(128, window, held_ms=0.1)
+    held = Clocked(128, window, held_ms=LENGTHENED_HELD_SHARE * window + 0.1)
     assert next_round_calls(shape, 50, [first, quiet], exchange_ms=0.3) == 128
     assert next_round_calls(shape, 50, [first, held], exchange_ms=0.3) == 256
     assert next_round_calls(shape, 50, [first, held, Clocked(256, 10.0, held_ms=2.0)], exchange_ms=0.3) == 256
