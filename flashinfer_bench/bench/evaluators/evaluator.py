@@ -103,7 +103,7 @@ class PerformanceResult:
     performance: Performance
     #: What the judge noticed while timing (e.g. a claimed latency it did not believe), for the trace's log.
     notes: list[str] = field(default_factory=list)
-    #: The solution's setup before each call (docs/solutions.md), mean of the sessions' medians; None without
+    #: The solution's setup before each call (docs/solutions.md), mean of the trials' medians; None without
     #: one (reported beside the latency, never inside it).
     setup_latency_ms: float | None = None
 
