@@ -174,6 +174,11 @@ class JudgeProcess:
         finally:
             conn.close()
         tag, payload = self._next(timeout, [worker.process.sentinel])
+        if tag == protocol.WORKER_READY and not worker.process.is_alive():
+            # A spare that died while it waited, its ready message still in its channel: attached, its death would
+            # be taken for the next item's solution's.
+            raise WorkerStartError(f"worker for {self.device} died once ready: "
+                                   f"{describe_exit(worker.process.exitcode)}")
         if tag == protocol.WORKER_READY:
             worker.isolation, calibrates = payload
             return worker.isolation, calibrates

@@ -173,12 +173,25 @@ def test_a_retired_worker_stops_in_the_background_but_its_solutions_next_item_wa
     assert live_processes_named("fib-worker") == []
 
 
-def test_a_worker_that_dies_before_it_is_ready_is_replaced(tmp_path):
+@pytest.mark.parametrize("ready", [False, True], ids=["during_start_up", "once_ready"])
+def test_a_worker_that_dies_before_it_is_attached_is_replaced(tmp_path, monkeypatch, ready):
+    """The worker about to become active dies during its start-up, or once it said it was ready (its message still
+    in its channel for the judge to read): either way another takes the item, and the solution is not blamed. The
+    death is complete before the run: a SIGKILL under load can take effect later, during the item, which no runner
+    can tell from the solution's doing (it failed so under load before it was waited for)."""
     trace_set = TraceSet.from_path(scale_add_set(tmp_path, {"ok": PRINT_PID}, sizes=(8,)))
     runner = persistent_runner(["cpu"], timeout_seconds=30)
-    runner.slots[0].spares[0].process.kill()  # the worker about to become active dies during start-up
+    doomed = runner.slots[0].spares[0]
+    assert not ready or doomed.started(60.0)
+    doomed.process.kill()
+    doomed.process.join()
+    offered = []
+    attach = JudgeProcess.attach
+    monkeypatch.setattr(JudgeProcess, "attach", lambda self, worker, timeout: (
+        offered.append(worker), attach(self, worker, timeout))[1])
     result = Benchmark(trace_set, CONFIG, runner_factory=lambda c: runner).run_all(save_results=False)
     assert result.traces["scale_add"][0].evaluation.status.value == "PASSED", result.traces["scale_add"][0].evaluation.log
+    assert offered[0] is doomed and len(offered) == 2  # offered first, then the next spare took the item
 
 
 def test_spare_workers_are_started_ahead_and_replaced_as_they_are_attached(tmp_path, monkeypatch):
