@@ -380,7 +380,7 @@ class TimedSchedule:
                    + (figures(replayed, self.held_scale, floor.replay_round_ms or 0.0, harness) if replayed else "")
                    + ")")
         impossible = claimed_total > wall * IMPOSSIBLE_FACTOR + IMPOSSIBLE_SLACK_MS * len(samples)
-        bound = ClockBound(estimate, clocked, least, while_shipping, HOST_ALLOWANCE_MS, self._session_notes(),
+        bound = ClockBound(estimate, clocked, least, while_shipping, HOST_ALLOWANCE_MS, tuple(self._session_notes()),
                            self.busy_fraction, None if not impossible else (
                                f"{claimed_total:.4f} ms over its {timed_calls} timed calls, more than their rounds "
                                f"took on the judge's clock ({wall:.4f} ms)"))

@@ -78,7 +78,7 @@ class ClockBound:
     while_shipping_ms: float
     shipping_allowance_ms: float
     #: What the trace's log says of the session, and the share of it a busy host held up.
-    notes: list[str]
+    notes: tuple[str, ...]
     busy_fraction: float
     #: Why the session's claims together are impossible (None: they are not).
     impossible: str | None
