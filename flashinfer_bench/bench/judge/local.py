@@ -15,8 +15,8 @@ from flashinfer_bench.bench.judge.calibration import calibrate, zero_filling_cal
 from flashinfer_bench.bench.judge.clock import ClockFloor
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.replayed import (
-    LEAST_SAMPLE_MS,
     later_round_calls,
+    less_harness,
     replay_shape,
     replayed_round_seeds,
     trial_rounds,
@@ -161,5 +161,5 @@ class UncheckedSchedule:
         if self.replay is None:
             return [samples_ms]
         harness = self.ctx.replay_harness_ms(max(self.replay.first_calls, self.later_calls), copies=False)
-        net = [max(sample - harness, LEAST_SAMPLE_MS) for sample in samples_ms]
+        net = less_harness(samples_ms, harness)
         return [[net[i] for i in rounds] for rounds in trial_rounds(len(net), self.trials)]

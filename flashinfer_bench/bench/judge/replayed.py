@@ -178,7 +178,13 @@ def net_samples(samples_ms: Sequence[float], rounds: Sequence[Round],
         raise ValueError(f"the solution's process reported {len(samples_ms)} timing samples for {len(rounds)} "
                          "replayed rounds")
     total = sum(sample * r.calls for sample, r in zip(samples_ms, rounds, strict=True))
-    return [max(sample - harness_ms, LEAST_SAMPLE_MS) for sample in samples_ms], total
+    return less_harness(samples_ms, harness_ms), total
+
+
+def less_harness(samples_ms: Sequence[float], harness_ms: float) -> list[float]:
+    """Replayed samples (a round's time per call, the harness's own device work included) less that work, at least
+    ``LEAST_SAMPLE_MS`` each: a solution's (``net_samples``) and the reference's (judge/local.py)."""
+    return [max(sample - harness_ms, LEAST_SAMPLE_MS) for sample in samples_ms]
 
 
 def figures(rounds: Sequence[Round], held_scale: float, exchange_ms: float, harness_ms: float) -> str:
