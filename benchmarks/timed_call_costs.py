@@ -117,8 +117,11 @@ class UnsandboxedWorkerProcess:
         self.process.join()
 
 
-def remote_ms_per_evaluation(ctx: EvaluationContext, evaluations: int, sandboxed: bool = True) -> float:
-    """This process judges; a real worker (sandboxed, or not) runs the solution."""
+def remote_ms_per_evaluation(ctx: EvaluationContext, evaluations: int, sandboxed: bool = True,
+                             reload: bool = False) -> float:
+    """This process judges; a real worker (sandboxed, or not) runs the solution. ``reload``: the solution is loaded
+    again before each evaluation, as a run loads it for each item (the worker's harness, its graphs among them, is
+    made again); else once, and the later evaluations reuse the first's graphs."""
     import tempfile
     from pathlib import Path
 
@@ -161,6 +164,9 @@ def remote_ms_per_evaluation(ctx: EvaluationContext, evaluations: int, sandboxed
         evaluate(ctx, remote)  # first calls
         start = time.perf_counter()
         for _ in range(evaluations):
+            if reload:
+                load(calibration=False)
+                remote = RemoteSolution(ctx, channel, slots, floor)
             evaluate(ctx, remote)
         return (time.perf_counter() - start) / evaluations * 1e3
     finally:

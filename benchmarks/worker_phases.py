@@ -8,7 +8,11 @@ phase that runs once per batch shows what it costs each call), and where its run
 (session and place in it); then each of its first correctness calls (the
 new worker's first: CUDA loads a kernel's module on its first launch) split into its phases; then its loads.
 
-    python benchmarks/worker_phases.py [--n 65536] [--evaluations 5]
+``--reload``: the solution is loaded again before each evaluation, as a run loads it per item (so each evaluation
+captures its graphs and sizes its buffers again); the phases of each evaluation's timing session are then listed
+one by one too.
+
+    python benchmarks/worker_phases.py [--n 65536] [--evaluations 5] [--reload]
 """
 
 from __future__ import annotations
@@ -53,8 +57,15 @@ def report() -> None:
                      if (e - s) / 1e3 > SLOW_US]
         if slow:
             print(f"    {label} over {SLOW_US:.0f} us (session:run/runs us): {' '.join(slow[:24])}")
+    for number, (start, end) in enumerate(sorted(sessions)):
+        phases = {}
+        for label, s, e in EVENTS:
+            if label != "time" and start <= s and e <= end:
+                phases[label] = phases.get(label, 0.0) + (e - s) / 1e6
+        print(f"  session {number} {(end - start) / 1e6:7.1f} ms: "
+              + ", ".join(f"{label} {ms:.1f}" for label, ms in sorted(phases.items(), key=lambda i: -i[1])[:12]))
     harness_calls = [(start, end) for label, start, end in EVENTS if label == "harness call"]
-    for start, end in harness_calls[:4]:
+    for start, end in harness_calls[:4] + harness_calls[-3:]:
         phases: dict[str, float] = {}
         for label, s, e in EVENTS:
             if label != "harness call" and start <= s and e <= end:
@@ -69,7 +80,7 @@ def phased_worker(conn, device: str, scratch) -> None:
     """worker/main.py's worker, unsandboxed, with its phases clocked; prints where its time went when it stops."""
     import torch
 
-    from flashinfer_bench.bench import harness
+    from flashinfer_bench.bench import harness, replay
     from flashinfer_bench.bench.calling import TimedCall
     from flashinfer_bench.bench.slot import Slot
     from flashinfer_bench.bench.wire.judge_worker import JudgeChannel
@@ -83,7 +94,10 @@ def phased_worker(conn, device: str, scratch) -> None:
         (WireExchange, "shipped", None), (Slot, "write", None), (lead_in, "spin", None), (TimedCall, "call", None),
         (torch.cuda, "synchronize", None), (cupti_timer._Session, "_set_enabled", None),
         (cupti_timer._Session, "_buffer_completed", None), (cupti_timer, "bucket_iterations", None),
-        (Worker, "load", None),
+        (Worker, "load", None), (harness.Harness, "_replays", None), (Slot, "reserve", None),
+        (Slot, "_pin_through", None), (replay.ReplayedCalls, "__init__", "ring"), (replay.ReplayedCalls, "graph", None),
+        (replay.ReplayedCalls, "run", None), (replay.ReplayedCalls, "wait", None), (harness.Harness, "_answer", None),
+        (TimedCall, "__init__", "timed call"),
     ):
         timed_call_costs.clocked(owner, name, event_recorder(label or name))
     try:
@@ -97,6 +111,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=65536)
     parser.add_argument("--evaluations", type=int, default=5)
+    parser.add_argument("--reload", action="store_true", help="load the solution again for each evaluation")
     args = parser.parse_args()
     from flashinfer_bench.bench.config import BenchmarkConfig
     from flashinfer_bench.bench.judge.context import EvaluationContext
@@ -109,7 +124,7 @@ def main() -> None:
                             BenchmarkConfig.default().resolve(definition), available_devices()[0], None,
                             new_run_secret())
     timed_call_costs.unsandboxed_worker = phased_worker
-    ms = timed_call_costs.remote_ms_per_evaluation(ctx, args.evaluations, sandboxed=False)
+    ms = timed_call_costs.remote_ms_per_evaluation(ctx, args.evaluations, sandboxed=False, reload=args.reload)
     print(f"remote, worker not sandboxed: {ms:.1f} ms per evaluation")
 
 
