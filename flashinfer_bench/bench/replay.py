@@ -42,14 +42,15 @@ GRAPH_MOST_CALLS = 64
 SHIPPED_MOST_CALLS = 64
 #: A worker page-locks its buffer ahead, before its warm-up ends (slot.py ``Slot.reserve``), for a shipment of this
 #: many calls, not ``SHIPPED_MOST_CALLS``: the judge picks about 16 a round (judge/replayed.py), more than 32 with a
-#: chance of about 1e-4, and a shipment that reaches further locks the rest as it is copied (``Slot.write``). Locking
+#: chance of 2-5e-4, and a shipment that reaches further locks the rest as it is copied (``Slot.write``). Locking
 #: takes time in proportion to its bytes (128 MB, 64 calls' of 2 MB outputs: 68 ms of a session on an H100,
 #: benchmarks/worker_phases.py).
 SHIPPED_LOCKED_CALLS = 32
 #: The picked calls of a replayed round are shipped as one gather of their ring rows on the device and one copy to the
 #: host (``ReplayedCalls.shipment``) where their bytes come to at most this; else a copy per call (no device memory is
-#: taken for a gather of outputs that large). A copy per call cost the worker 1-1.5 ms a shipment of about 16 calls
-#: on an H100, 4-5 ms a session (benchmarks/worker_phases.py, docs/measurements.md).
+#: taken for a gather of outputs that large). Copies per call cost a worker's session 3.6-4.3 ms of shipping at 4 Ki
+#: float32 elements a call and 7.2-8.9 ms at 512 Ki, one gathered copy 0.4-0.5 and 2.4-3.5 ms (an H100,
+#: benchmarks/worker_phases.py --reload, docs/measurements.md).
 GATHERED_MOST_BYTES = 64 << 20
 #: How many replays are timed of a graph of the harness's own work (``harness_device_ms``): the cheapest counts
 #: (the first ones may run while the device's clocks rise).
