@@ -31,7 +31,7 @@ from flashinfer_bench.bench.calling import (
     take_values,
 )
 from flashinfer_bench.bench.inputs import InputPlan
-from flashinfer_bench.bench.replay import SHIPPED_LOCKED_CALLS, ReplayedCalls, ReplayShape, graph_sizes
+from flashinfer_bench.bench.replay import ReplayedCalls, ReplayShape, graph_sizes
 from flashinfer_bench.bench.slot import Slot, TensorLayout, output_layouts, output_mismatch, total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.failures import CallFailed
@@ -180,9 +180,8 @@ class Harness:
         captured yet has it captured first, inside its window, which only makes that round longer: the judge takes
         the work from the shortest, judge/replayed.py); a sample is a round's time per call, the harness's own
         device work in it included (the judge takes out its own measure of that work). The last warm-up round's end
-        tells the judge that replays follow. A replayed round's picked calls are shipped from the ring in one copy
-        (``ReplayedCalls.shipment``)."""
-        slot.reserve(max(len(seeds), min(replay.shipped_most_calls, SHIPPED_LOCKED_CALLS)) * total_bytes(self.layouts))
+        tells the judge that replays follow."""
+        slot.reserve(max(len(seeds), replay.shipped_most_calls) * total_bytes(self.layouts))
         timed, replayed = replays
         pending = deque(seeds)
         kept: list[tuple[Any, ...]] = []
@@ -210,10 +209,7 @@ class Harness:
             replayed.run(round_seeds[0], len(round_seeds))
             replayed.wait()
             first, begun = begun, begun + len(round_seeds)
-            picked = exchange.ran(begun, bool(left))
-            if picked:  # the ring's rows are the outputs' bytes of the layouts: no call's outputs to check
-                slot.write(0, replayed.shipment([index - first for index in picked]))
-                exchange.shipped(picked)
+            self._answer(exchange.ran(begun, bool(left)), replayed.kept, first, exchange, slot)
             samples.append(replayed.replay_ms())
         return TimingClaim(samples, CUDA_EVENTS, [], WARM, True)
 

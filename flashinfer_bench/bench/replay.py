@@ -31,7 +31,7 @@ import torch
 
 from flashinfer_bench.bench.calling import take_values
 from flashinfer_bench.bench.inputs import InputPlan
-from flashinfer_bench.bench.slot import TensorLayout, raw_bytes, total_bytes
+from flashinfer_bench.bench.slot import TensorLayout, from_bytes, raw_bytes, total_bytes
 from flashinfer_bench.timing.graph import capture
 
 #: A graph holds at most this many calls (``graph_sizes``).
@@ -40,18 +40,6 @@ GRAPH_MOST_CALLS = 64
 #: a round, judge/replayed.py: more than 64 has a chance of about 1e-18), so the buffer they go through holds this
 #: many, not a whole ring's.
 SHIPPED_MOST_CALLS = 64
-#: A worker page-locks its buffer ahead, before its warm-up ends (slot.py ``Slot.reserve``), for a shipment of this
-#: many calls, not ``SHIPPED_MOST_CALLS``: the judge picks about 16 a round (judge/replayed.py), more than 32 with a
-#: chance of 2-5e-4, and a shipment that reaches further locks the rest as it is copied (``Slot.write``). Locking
-#: takes time in proportion to its bytes (128 MB, 64 calls' of 2 MB outputs: 68 ms of a session on an H100,
-#: benchmarks/worker_phases.py).
-SHIPPED_LOCKED_CALLS = 32
-#: The picked calls of a replayed round are shipped as one gather of their ring rows on the device and one copy to the
-#: host (``ReplayedCalls.shipment``) where their bytes come to at most this; else a copy per call (no device memory is
-#: taken for a gather of outputs that large). Copies per call cost a worker's session 3.6-4.3 ms of shipping at 4 Ki
-#: float32 elements a call and 7.2-8.9 ms at 512 Ki, one gathered copy 0.4-0.5 and 2.4-3.5 ms (an H100,
-#: benchmarks/worker_phases.py --reload, docs/measurements.md).
-GATHERED_MOST_BYTES = 64 << 20
 #: How many replays are timed of a graph of the harness's own work (``harness_device_ms``): the cheapest counts
 #: (the first ones may run while the device's clocks rise).
 HARNESS_REPLAYS = 8
@@ -84,15 +72,15 @@ class ReplayedCalls:
     """Captured graphs of calls of ``call`` (which calls with ``inputs``, a list whose tensors each call's fresh
     draw is swapped into), one per graph size a round needs (``graph_sizes``); with ``outputs`` (the latest call's
     outputs, of ``layouts``), each call's outputs are copied into its row of a ring of ``ring_rows`` rows
-    (``shipment`` reads them), shared by the graphs: a round of at most ``ring_rows`` calls keeps them all."""
+    (``kept``), shared by the graphs: a round of at most ``ring_rows`` calls keeps them all."""
 
     def __init__(self, plan: InputPlan, inputs: list[Any], call: Callable[[], None],
                  outputs: Callable[[], Sequence[torch.Tensor]] | None, layouts: Sequence[TensorLayout],
                  ring_rows: int) -> None:
-        self.device = torch.device(plan.device)
+        self.device, self.layouts = torch.device(plan.device), list(layouts)
         self.generator = torch.Generator(device=self.device)
         #: One row per call: each output's bytes, one after the other.
-        self.ring = torch.empty((ring_rows if outputs is not None else 0, total_bytes(layouts)),
+        self.ring = torch.empty((ring_rows if outputs is not None else 0, total_bytes(self.layouts)),
                                 dtype=torch.uint8, device=self.device)
         #: The ring's row of each call of the graph being replayed: its place in the graph plus the calls of the
         #: round's replays before it. A graph's last call moves them on, once per replay, not once per call (a
@@ -158,14 +146,9 @@ class ReplayedCalls:
         """The latest round's time per call (once it has ended)."""
         return self.start.elapsed_time(self.end) / self.round_calls
 
-    def shipment(self, rows: Sequence[int]) -> list[torch.Tensor]:
-        """The bytes of the ring's ``rows`` (the round's calls of those indices), in that order, as flat byte tensors
-        to copy one after the other: a row is a call's outputs' bytes, one after the other, as a shipment holds them.
-        One tensor, gathered on the device, where they come to at most ``GATHERED_MOST_BYTES``; else one per row."""
-        if len(rows) * self.ring.shape[1] > GATHERED_MOST_BYTES:
-            return [self.ring[row] for row in rows]
-        index = torch.tensor(rows, dtype=torch.int64).to(self.device)
-        return [self.ring.index_select(0, index).reshape(-1)]
+    def kept(self, row: int) -> tuple[torch.Tensor, ...]:
+        """The outputs the ring holds in ``row`` (the round's call of that index), as tensors of their layouts."""
+        return tuple(from_bytes(self.ring[row], self.layouts))
 
 
 def harness_device_ms(plan: InputPlan, layouts: list[TensorLayout], calls: int) -> float:

@@ -4,11 +4,11 @@ import pytest
 import torch
 from helpers import SCALE_ADD, python_solution, write_trace_set
 
-from flashinfer_bench.bench import Benchmark, BenchmarkConfig, replay
+from flashinfer_bench.bench import Benchmark, BenchmarkConfig
 from flashinfer_bench.bench.inputs import DrawAt, InputPlan
 from flashinfer_bench.bench.judge.replayed import NOT_REPLAYED_NOTE
 from flashinfer_bench.bench.replay import GRAPH_MOST_CALLS, ReplayedCalls, graph_sizes
-from flashinfer_bench.bench.slot import TensorLayout, from_bytes
+from flashinfer_bench.bench.slot import TensorLayout
 from flashinfer_bench.data import Definition, TraceSet, Workload
 
 pytestmark = pytest.mark.gpu
@@ -27,14 +27,10 @@ def as_bytes(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.reshape(-1).view(torch.uint8)
 
 
-@pytest.mark.parametrize("gathered_most_bytes", [replay.GATHERED_MOST_BYTES, 0])
 @pytest.mark.parametrize("calls", [6, 3 * GRAPH_MOST_CALLS + 5])
-def test_each_replayed_call_gets_the_inputs_the_judge_draws_for_its_place_and_keeps_its_outputs_in_its_row(
-        calls, gathered_most_bytes, monkeypatch):
+def test_each_replayed_call_gets_the_inputs_the_judge_draws_for_its_place_and_keeps_its_outputs_in_its_row(calls):
     """A round of more calls than a graph holds replays a smaller graph several times: the generator and the ring's
-    row move on from one replay to the next as within one. The rows asked for come in the order asked, gathered
-    into one tensor or (past ``GATHERED_MOST_BYTES``) one each."""
-    monkeypatch.setattr(replay, "GATHERED_MOST_BYTES", gathered_most_bytes)
+    row move on from one replay to the next as within one."""
     workload = Workload(uuid="w", axes={"n": 3000}, inputs={})
     plan = InputPlan(MIXED, workload, "cuda", None)
     assert plan.replay_obstacle is None
@@ -48,16 +44,10 @@ def test_each_replayed_call_gets_the_inputs_the_judge_draws_for_its_place_and_ke
         replayed.run(seed, calls)
         replayed.wait()
         assert replayed.replay_ms() > 0
-        rows = list(reversed(range(calls)))
-        shipped = replayed.shipment(rows)
-        assert len(shipped) == (1 if gathered_most_bytes else calls)
-        shipped = torch.cat(shipped)
-        width = shipped.numel() // calls
-        for place, row in enumerate(rows):
-            kept = from_bytes(shipped[place * width:(place + 1) * width], layouts)
+        for row in range(calls):
             drawn = judge.draw(DrawAt(seed, row))
-            assert all(torch.equal(as_bytes(a), as_bytes(b)) for a, b in zip(kept, drawn, strict=True))
-            seen.add(bytes(kept[0].cpu().numpy()))
+            assert all(torch.equal(as_bytes(a), as_bytes(b)) for a, b in zip(replayed.kept(row), drawn, strict=True))
+            seen.add(bytes(replayed.kept(row)[0].cpu().numpy()))
     assert sorted(replayed.graphs) == sorted(set(graph_sizes(calls)))
     assert len(seen) == 2 * calls
     with pytest.raises(ValueError, match="rows of its ring"):
