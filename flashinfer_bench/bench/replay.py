@@ -92,19 +92,23 @@ class ReplayedCalls:
         self.done = torch.cuda.Event(blocking=True)
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.round_calls = 0
+        #: What each call is made of (``_step``), kept as attributes, not in a closure over this object: a closure
+        #: would make it a reference cycle, freed only by a garbage collection, whose finalizers (its graphs, ring
+        #: and events) could then run in the middle of another harness's capture (timing/graph.py).
+        self.plan, self.inputs, self.call, self.outputs = plan, inputs, call, outputs
 
-        def step(k: int, size: int) -> None:
-            # The seed matters only for draws that need the host, which a replayable plan has none of.
-            take_values(inputs, plan.draw_from(self.generator, 0))
-            call()
-            if outputs is not None:
-                raw = [raw_bytes(t) for t in outputs()]
-                self.ring.index_copy_(0, self.rows[k:k + 1], torch.cat(raw).unsqueeze(0) if len(raw) > 1 else
-                                      raw[0].unsqueeze(0))
-                if k == size - 1:
-                    self.rows.add_(size)
-
-        self._step = step
+    def _step(self, k: int, size: int) -> None:
+        """Call ``k`` of a graph of ``size`` calls: fresh inputs from the generator, the call, its outputs into
+        the ring."""
+        # The seed matters only for draws that need the host, which a replayable plan has none of.
+        take_values(self.inputs, self.plan.draw_from(self.generator, 0))
+        self.call()
+        if self.outputs is not None:
+            raw = [raw_bytes(t) for t in self.outputs()]
+            self.ring.index_copy_(0, self.rows[k:k + 1], torch.cat(raw).unsqueeze(0) if len(raw) > 1 else
+                                  raw[0].unsqueeze(0))
+            if k == size - 1:
+                self.rows.add_(size)
 
     def graph(self, size: int) -> torch.cuda.CUDAGraph:
         """The graph of ``size`` calls, captured when first needed (GraphCaptureFailed where it cannot be) and

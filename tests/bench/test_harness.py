@@ -78,3 +78,26 @@ def test_calls_known_to_be_long_are_timed_with_cuda_events_from_the_start(monkey
     harness.time(2, 2, [1, 2], Rounds(), Slot(bytearray(64)))  # still known long from the session before
     harness.time(2, 2, [1, 2], Rounds(), Slot(bytearray(64)))  # now known quick
     assert asked == [True, False, False, True]
+
+
+def test_a_failed_capture_says_why_in_the_solutions_log_and_the_calls_are_made_one_at_a_time(monkeypatch, capsys):
+    """The judge's note says only that the calls were not replayed; the worker's log (the trace's) says why."""
+    from flashinfer_bench.bench import harness as harnesses
+    from flashinfer_bench.bench.inputs import InputPlan
+    from flashinfer_bench.timing.graph import GraphCaptureFailed
+
+    class Uncapturable:
+        def __init__(self, *args, **kwargs) -> None:
+            pass
+
+        def graph(self, size: int):
+            raise GraphCaptureFailed("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(InputPlan, "replay_obstacle", None)
+    monkeypatch.setattr(harnesses, "ReplayedCalls", Uncapturable)
+    harness = Harness(Definition.model_validate(SCALE_ADD), Workload(uuid="w", axes={"n": 8}, inputs={}), "cpu",
+                      None, ValueReturning(lambda x, y: torch.add(y, x, alpha=2)))
+    claim = harness.time(4, 4, [1, 2], Rounds(), Slot(bytearray(64)), replay=ReplayShape(2, 2, 2))
+    assert len(claim.samples_ms) == 4 and not claim.cuda_graph
+    log = capsys.readouterr().err
+    assert f"{harnesses.CAPTURE_FAILED_NOTE}: operation not permitted when stream is capturing" in log

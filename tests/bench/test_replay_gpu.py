@@ -1,5 +1,8 @@
 """Timed calls replayed from CUDA graphs (bench/replay.py) on a real GPU (run on the GPU machine: ``pytest -m gpu``)."""
 
+import gc
+import weakref
+
 import pytest
 import torch
 from helpers import SCALE_ADD, python_solution, write_trace_set
@@ -52,6 +55,25 @@ def test_each_replayed_call_gets_the_inputs_the_judge_draws_for_its_place_and_ke
     assert len(seen) == 2 * calls
     with pytest.raises(ValueError, match="rows of its ring"):
         replayed.run(13, 2 * calls)
+
+
+def test_replayed_calls_are_freed_when_dropped_with_no_garbage_collection():
+    """No reference cycle keeps a harness's graphs, ring and events alive until a collection, which could run their
+    finalizers inside another harness's capture (timing/graph.py ``collector_off``)."""
+    workload = Workload(uuid="w", axes={"n": 256}, inputs={})
+    plan = InputPlan(MIXED, workload, "cuda", None)
+    inputs = plan.draw(7)
+    layouts = [TensorLayout("out", torch.float32, (256,))]
+    gc.disable()
+    try:
+        replayed = ReplayedCalls(plan, inputs, lambda: None, lambda: inputs[:1], layouts, ring_rows=8)
+        replayed.run(3, 8)
+        replayed.wait()
+        alive = weakref.ref(replayed)
+        del replayed
+        assert alive() is None
+    finally:
+        gc.enable()
 
 
 CAPTURABLE = "def run(x, y):\n    return x * 2 + y\n"
