@@ -82,10 +82,10 @@ def capturing(graph: torch.cuda.CUDAGraph, stream: torch.cuda.Stream) -> Iterato
 def collector_off() -> Iterator[None]:
     """Python's garbage collector off inside. A collection runs the finalizers of whatever it frees: where that is a
     reference cycle holding another graph, its memory pool or its events, their release inside a capture (or inside
-    the warm-up call before it, whose waits for the device are refused) can fail the capture. Seen on an H100: a
-    worker timed one evaluation in six one call at a time, its graphs' capture having failed, and six in six with a
-    change that moved the collections (benchmarks/worker_phases.py --reload, docs/measurements.md); the failure's
-    message was not kept, so this is the suspected cause, not a shown one."""
+    the warm-up call before it, whose waits for the device are refused) can fail the capture. On an H100, one of six
+    runs of benchmarks/worker_phases.py --reload had an evaluation's capture fail (its calls were then made one at a
+    time), and six of six with a change that moved the collections (docs/measurements.md); the failure's message was
+    not kept, so this is the suspected cause, not a shown one."""
     enabled = gc.isenabled()
     gc.disable()
     try:
