@@ -21,6 +21,24 @@ class GraphCaptureFailed(RuntimeError):
     pass
 
 
+@contextlib.contextmanager
+def collector_off() -> Iterator[None]:
+    """Python's garbage collector off inside. A collection runs the finalizers of whatever it frees: where that is a
+    reference cycle holding another graph, its memory pool or its events, their release inside a capture (or inside
+    the warm-up call before it, whose waits for the device are refused) can fail the capture. On an H100, one of six
+    runs of benchmarks/worker_phases.py --reload had an evaluation's capture fail (its calls were then made one at a
+    time), and six of six with a change that moved the collections (docs/measurements.md); the failure's message was
+    not kept, so this is the suspected cause, not a shown one."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@collector_off()
 def capture(call: Step, calls: int, device: torch.device,
             generators: Sequence[torch.Generator] = ()) -> torch.cuda.CUDAGraph:
     """A graph of ``call(0) ... call(calls - 1)``, captured on a side stream after one warm-up call there
@@ -31,32 +49,32 @@ def capture(call: Step, calls: int, device: torch.device,
     A warm-up call that would wait for the device (``.item()``, a copy to the host) is stopped there, under torch's
     sync debug mode, and not captured at all: the capture would fail, and a failed one cost a worker more than the
     call (under cProfile on an H100, about 7 s beside a 3 s Python reference of the real dataset, in torch's set-up
-    and clean-up around it); stopped at its first wait, such a call costs next to nothing."""
-    with collector_off():  # no finalizer of another graph, its memory or its events runs in here
-        stream = torch.cuda.Stream(device)
-        stream.wait_stream(torch.cuda.current_stream(device))
-        graph = torch.cuda.CUDAGraph()
-        try:
-            for generator in generators:
-                graph.register_generator_state(generator)
-            with torch.cuda.stream(stream), refused_host_syncs():
-                call(0)
-            torch.cuda.synchronize(device)
-        except Exception as exc:
-            if SYNC_MESSAGE not in str(exc):
-                raise GraphCaptureFailed(_first_line(exc)) from exc
-            torch.cuda.synchronize(device)  # what the call queued before it was stopped
-            raise GraphCaptureFailed(f"the call waits for the device ({_first_line(exc)}), which a CUDA graph cannot "
-                                     "hold") from exc
-        try:
-            with capturing(graph, stream):
-                for k in range(calls):
-                    call(k)
-            torch.cuda.synchronize(device)
-        except Exception as exc:
-            _recover(device)
+    and clean-up around it); stopped at its first wait, such a call costs next to nothing. The garbage collector is
+    off throughout (``collector_off``): no finalizer of another graph, its memory or its events runs in here."""
+    stream = torch.cuda.Stream(device)
+    stream.wait_stream(torch.cuda.current_stream(device))
+    graph = torch.cuda.CUDAGraph()
+    try:
+        for generator in generators:
+            graph.register_generator_state(generator)
+        with torch.cuda.stream(stream), refused_host_syncs():
+            call(0)
+        torch.cuda.synchronize(device)
+    except Exception as exc:
+        if SYNC_MESSAGE not in str(exc):
             raise GraphCaptureFailed(_first_line(exc)) from exc
-        return graph
+        torch.cuda.synchronize(device)  # what the call queued before it was stopped
+        raise GraphCaptureFailed(f"the call waits for the device ({_first_line(exc)}), which a CUDA graph cannot "
+                                 "hold") from exc
+    try:
+        with capturing(graph, stream):
+            for k in range(calls):
+                call(k)
+        torch.cuda.synchronize(device)
+    except Exception as exc:
+        _recover(device)
+        raise GraphCaptureFailed(_first_line(exc)) from exc
+    return graph
 
 
 @contextlib.contextmanager
@@ -76,23 +94,6 @@ def capturing(graph: torch.cuda.CUDAGraph, stream: torch.cuda.Stream) -> Iterato
                 graph.capture_end()
             raise
         graph.capture_end()
-
-
-@contextlib.contextmanager
-def collector_off() -> Iterator[None]:
-    """Python's garbage collector off inside. A collection runs the finalizers of whatever it frees: where that is a
-    reference cycle holding another graph, its memory pool or its events, their release inside a capture (or inside
-    the warm-up call before it, whose waits for the device are refused) can fail the capture. On an H100, one of six
-    runs of benchmarks/worker_phases.py --reload had an evaluation's capture fail (its calls were then made one at a
-    time), and six of six with a change that moved the collections (docs/measurements.md); the failure's message was
-    not kept, so this is the suspected cause, not a shown one."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @contextlib.contextmanager
