@@ -27,3 +27,31 @@ def test_a_ring_row_gives_back_its_call_s_outputs_in_any_row():
         got = from_bytes(ring[k], LAYOUTS)
         assert [t.dtype for t in got] == [layout.dtype for layout in LAYOUTS]
         assert all(torch.equal(a, b) for a, b in zip(got, outputs(k), strict=True))
+
+
+def test_a_large_read_split_among_threads_copies_every_byte_in_place():
+    from flashinfer_bench.bench.slot import SPLIT_COPY_BYTES, host_copy
+
+    count = 3 * SPLIT_COPY_BYTES + 12_345  # pieces of unequal length
+    source = torch.randint(0, 256, (count + 7,), dtype=torch.uint8)
+    target = torch.zeros(count + 16, dtype=torch.uint8)
+    host_copy(target.data_ptr() + 5, source.data_ptr() + 7, count, threads=3)
+    assert torch.equal(target[5:5 + count], source[7:])
+    assert not target[:5].any() and not target[5 + count:].any()  # nothing written outside
+
+
+def test_a_shipment_read_on_several_threads_gives_back_each_call_s_outputs(monkeypatch):
+    from flashinfer_bench.bench import slot as slot_module
+    from flashinfer_bench.bench.judge.solution import read_outputs
+
+    monkeypatch.setattr(slot_module, "COPY_THREADS", 3)
+    layouts = [TensorLayout("out", torch.float32, (slot_module.SPLIT_COPY_BYTES // 4 + 3,))]
+    calls = [torch.randn(layouts[0].shape) for _ in range(4)]
+    slot = Slot(bytearray(total_bytes(layouts) * 4))
+    end = 0
+    for call in calls:
+        end = slot.write(end, [call])
+    arena = torch.empty(end, dtype=torch.uint8)
+    got, after = read_outputs(slot, layouts, 4, "cpu", lambda nbytes: arena[:nbytes])
+    assert after == end
+    assert all(torch.equal(g[0], c) for g, c in zip(got, calls, strict=True))
