@@ -63,7 +63,7 @@ def report() -> None:
             if label != "time" and start <= s and e <= end:
                 phases[label] = phases.get(label, 0.0) + (e - s) / 1e6
         print(f"  session {number} {(end - start) / 1e6:7.1f} ms: "
-              + ", ".join(f"{label} {ms:.1f}" for label, ms in sorted(phases.items(), key=lambda i: -i[1])[:12]))
+              + ", ".join(f"{label} {ms:.1f}" for label, ms in sorted(phases.items(), key=lambda i: -i[1])[:18]))
     harness_calls = [(start, end) for label, start, end in EVENTS if label == "harness call"]
     for start, end in harness_calls[:4] + harness_calls[-3:]:
         phases: dict[str, float] = {}
@@ -97,7 +97,9 @@ def phased_worker(conn, device: str, scratch) -> None:
         (Worker, "load", None), (harness.Harness, "_replays", None), (Slot, "reserve", None),
         (Slot, "_pin_through", None), (replay.ReplayedCalls, "__init__", "ring"), (replay.ReplayedCalls, "graph", None),
         (replay.ReplayedCalls, "run", None), (replay.ReplayedCalls, "wait", None), (harness.Harness, "_answer", None),
-        (TimedCall, "__init__", "timed call"),
+        (TimedCall, "__init__", "timed call"), (replay, "capture", None), (replay.ReplayedCalls, "_step", "step"),
+        (torch.cuda, "empty_cache", None), (torch.cuda.CUDAGraph, "capture_begin", None),
+        (torch.cuda.CUDAGraph, "capture_end", None), (torch.cuda.CUDAGraph, "replay", None),
     ):
         timed_call_costs.clocked(owner, name, event_recorder(label or name))
     try:

@@ -32,7 +32,7 @@ from flashinfer_bench.bench.calling import (
     take_values,
 )
 from flashinfer_bench.bench.inputs import InputPlan
-from flashinfer_bench.bench.replay import ReplayedCalls, ReplayShape, graph_sizes
+from flashinfer_bench.bench.replay import ReplayedCalls, ReplayShape
 from flashinfer_bench.bench.slot import Slot, TensorLayout, output_layouts, output_mismatch, total_bytes
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.failures import CallFailed
@@ -166,7 +166,7 @@ class Harness:
                 replayed = ReplayedCalls(self.plan, timed.inputs, timed.call,
                                          timed.latest if keep_outputs else None, self.layouts, replay.most_calls)
                 try:
-                    for size in set(graph_sizes(replay.first_calls)) | {graph_sizes(replay.most_calls)[0]}:
+                    for size in replay.captured_ahead:
                         replayed.graph(size)
                     replays = timed, replayed
                 except GraphCaptureFailed as exc:

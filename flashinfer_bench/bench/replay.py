@@ -63,6 +63,12 @@ class ReplayShape:
     rounds: int
 
     @property
+    def captured_ahead(self) -> list[int]:
+        """The calls of each graph captured before the warm-up ends (harness.py ``Harness._replays``): the first
+        round's and the longest round's (one graph where they are the same)."""
+        return sorted(set(graph_sizes(self.first_calls)) | {graph_sizes(self.most_calls)[0]})
+
+    @property
     def shipped_most_calls(self) -> int:
         """The most calls whose outputs one shipment of a replayed round's picks carries."""
         return min(self.most_calls, SHIPPED_MOST_CALLS)

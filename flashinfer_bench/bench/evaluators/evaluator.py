@@ -363,11 +363,13 @@ class Evaluator(ABC):
         call_ms = solution.latest_call_ms
         replayable = ctx.input_plan.replay_obstacle is None and not solution.facts.replays_refused
         warmup, iterations = session_calls(cfg, call_ms, SOLUTION_SESSION_MS, replayable)
+        timing = baseline.reference_timing
         while len(sessions) < cfg.num_trials:
             check = cls.timed_check(ctx, baseline)
             schedule = TimedSchedule(ctx, ("timed", len(sessions)), warmup, iterations, check.probability,
                                      solution.host_watch(), floor.replay_round_ms or 0.0,
-                                     trials=cfg.num_trials - len(sessions))
+                                     trials=cfg.num_trials - len(sessions),
+                                     reference_call_ms=timing.latency_ms if timing is not None else None)
             claim = solution.time(iterations, warmup, schedule)
             if schedule.replay is not None and not schedule.replayed:
                 solution.facts.replays_refused = True
@@ -380,7 +382,6 @@ class Evaluator(ABC):
         setups = [s.setup_ms for s in sessions if s.setup_ms is not None]
         setup = fmean(setups) if len(setups) == len(sessions) else None
         # Upstream's convention when the reference was not timed: 0.0 for both (its models reject NaN).
-        timing = baseline.reference_timing
         reference = timing.latency_ms if timing is not None else 0.0
         speedup = reference / latency if latency > 0 and reference > 0 else 0.0
         extra = timing_extra(sessions, cfg, setup, timing)

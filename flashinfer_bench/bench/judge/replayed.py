@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.windows import Round
-from flashinfer_bench.bench.replay import SHIPPED_MOST_CALLS, ReplayShape
+from flashinfer_bench.bench.replay import GRAPH_MOST_CALLS, SHIPPED_MOST_CALLS, ReplayShape
 from flashinfer_bench.bench.seeds import SeedStream
 from flashinfer_bench.bench.slot import total_bytes
 
@@ -32,22 +32,36 @@ REPLAYED_KEPT_BYTES = 512 << 20
 #: A claimed latency under this fraction of the work per call, less this margin, is not believed: a replayed round's
 #: window is the device's time, so the work per call is known to about a microsecond (docs/security.md).
 REPLAYED_PLAUSIBLE_FRACTION, REPLAYED_MARGIN_MS = 0.9, 0.001
-#: This many rounds after the warm-up: the first of ``REPLAYED_FIRST_CALLS`` calls, the later ones the first size
-#: times a power of two, enough for about ``REPLAYED_ROUND_MS`` of work at the least time per call so far
-#: (``next_round_calls``; a long round makes the exchange and its noise small per call: an honest claim of a few
-#: microseconds is read against them), at most ``REPLAYED_MOST_CALLS`` calls and ``REPLAYED_KEPT_BYTES`` of outputs.
+#: This many rounds after the warm-up: the first of ``REPLAYED_FIRST_CALLS`` calls (or a graph's:
+#: ``first_round_calls``), the later ones the first size times a power of two, enough for about ``REPLAYED_ROUND_MS``
+#: of work at the least time per call so far (``next_round_calls``; a long round makes the exchange and its noise
+#: small per call: an honest claim of a few microseconds is read against them), at most ``REPLAYED_MOST_CALLS`` calls
+#: and ``REPLAYED_KEPT_BYTES`` of outputs.
 #: Rounds of 4 ms held too little of a small kernel's work where the harness's draws and copies were most of a
 #: call's: 4 us calls beside 11 us of the harness's work, in 256-call rounds, had honest claims not believed in 5
 #: of 9 runs of benchmarks/harness_overhead.py on H100s, 0.4 ms of the exchange's noise being 1.6 us a call
 #: (docs/measurements.md, twelfth session).
 REPLAYED_FIRST_CALLS, REPLAYED_ROUNDS = 16, 5
 REPLAYED_ROUND_MS, REPLAYED_MOST_CALLS = 8.0, 1024
+#: Where the reference's own calls took at most this long each (timed by the judge, so known before any of the
+#: solution's timed calls), the first round holds a whole graph's calls (bench/replay.py ``GRAPH_MOST_CALLS``, so at
+#: most about a quarter of ``REPLAYED_ROUND_MS`` at the reference's pace) and the worker captures that one graph, not
+#: a 16-call one beside it: a worker's captures of 4 Ki-element calls on an H100 fell from 11-20 ms a session to
+#: 6-10 ms (benchmarks/worker_phases.py, docs/measurements.md). A solution much slower than its reference pays for its
+#: one long first round; the rounds after it are sized on its own windows as ever (``next_round_calls``).
+SHORT_CALL_MS = REPLAYED_ROUND_MS / 4 / GRAPH_MOST_CALLS
 #: A replayed session may time several trials (``num_trials``, evaluators/evaluator.py): its first this many rounds
 #: (the short first and the one sized on it) are no trial's, then one round per trial, each trial's latency its
 #: round's sample; the judge clocks and checks all of them together (judge/schedule.py ``TimedSchedule.latencies``).
 #: One warm-up, one ramp and one shipment per round then serve every trial: a session per trial, each of
 #: ``REPLAYED_ROUNDS`` rounds, spent three times the rounds and the judge's picks on the defaults' three trials.
 RAMP_ROUNDS = 2
+#: The ramp's last round (sized on the first, no trial's) is sized for this share of ``REPLAYED_ROUND_MS``: it only
+#: sizes the trials' rounds after it. Sized for the whole after a 64-call first round (``first_round_calls``), it held
+#: 1,024 calls and 6.6-6.9 ms (medians over benchmarks/harness_overhead.py's sessions on H100s), where the 16-call
+#: first round's slower reading had given it 512 calls and 4.7-6.2 ms; at half, 512 calls and 3.9 ms
+#: (docs/measurements.md).
+RAMP_SIZING_SHARE = 0.5
 #: A replayed round's calls are each picked for checking with the session's probability, or with this many over
 #: the round's calls where that is less (each pick costs the judge a reference call, unless a solution before had
 #: the same one checked). Skipping a share f of one round's calls then escapes every pick with probability about
@@ -74,15 +88,26 @@ def kept_calls(ctx: EvaluationContext, kept_bytes: int = KEPT_BYTES) -> int:
     return max(1, kept_bytes // max(total_bytes(ctx.output_layouts), 1))
 
 
-def replay_shape(ctx: EvaluationContext, warmup: int, probability: float, trials: int = 1) -> ReplayShape | None:
+def replay_shape(ctx: EvaluationContext, warmup: int, probability: float, trials: int = 1,
+                 reference_call_ms: float | None = None) -> ReplayShape | None:
     """How a session of ``trials`` trials replays its timed calls (each picked for checking with ``probability``),
     or None where it does not: no warm-up call (the worker says it replays when the warm-up ends) or inputs whose
-    draws need the host."""
+    draws need the host. ``reference_call_ms``: the reference's latency on this workload, where the judge timed it
+    (``first_round_calls``)."""
     if not warmup or ctx.input_plan.replay_obstacle is not None:
         return None
     most = REPLAYED_ROUND_PICKS if probability >= 1.0 else REPLAYED_MOST_CALLS
     most = max(1, min(most, kept_calls(ctx, REPLAYED_KEPT_BYTES)))
-    return ReplayShape(min(REPLAYED_FIRST_CALLS, most), most, REPLAYED_ROUNDS if trials <= 1 else RAMP_ROUNDS + trials)
+    return ReplayShape(min(first_round_calls(reference_call_ms), most), most,
+                       REPLAYED_ROUNDS if trials <= 1 else RAMP_ROUNDS + trials)
+
+
+def first_round_calls(reference_call_ms: float | None) -> int:
+    """The calls of a session's first replayed round: a graph's where the reference's calls are short
+    (``SHORT_CALL_MS``), else ``REPLAYED_FIRST_CALLS``."""
+    if reference_call_ms is not None and 0.0 < reference_call_ms <= SHORT_CALL_MS:
+        return GRAPH_MOST_CALLS
+    return REPLAYED_FIRST_CALLS
 
 
 def trial_rounds(rounds: int, trials: int) -> list[range]:
@@ -118,31 +143,35 @@ def replayed_picks(stream: SeedStream, probability: float, first: int, count: in
     return [*kept, planned_last if planned_last in picks[len(kept):] else picks[len(kept)]]
 
 
-def later_round_calls(replay: ReplayShape, iterations: int, per_call_ms: float | None) -> int:
+def later_round_calls(replay: ReplayShape, iterations: int, per_call_ms: float | None,
+                      round_ms: float = REPLAYED_ROUND_MS) -> int:
     """The calls of each replayed round after the first: the first round's calls times a power of two, enough for
-    the ``iterations`` timed calls planned in all (every trial's) and for ``REPLAYED_ROUND_MS`` at ``per_call_ms``
-    (where known), at most ``replay.most_calls``."""
+    the ``iterations`` timed calls planned in all (every trial's) and for ``round_ms`` at ``per_call_ms`` (where
+    known), at most ``replay.most_calls``."""
     wanted = -(-max(iterations - replay.first_calls, 0) // max(replay.rounds - 1, 1))
     if per_call_ms is not None:
-        wanted = max(wanted, int(REPLAYED_ROUND_MS / max(per_call_ms, 1e-6)))
+        wanted = max(wanted, int(round_ms / max(per_call_ms, 1e-6)))
     calls = replay.first_calls
     while calls < wanted and calls * 2 <= replay.most_calls:
         calls *= 2
     return calls
 
 
-def next_round_calls(replay: ReplayShape, iterations: int, done: Sequence[Round],
-                     exchange_ms: float) -> int:
+def next_round_calls(replay: ReplayShape, iterations: int, done: Sequence[Round], exchange_ms: float,
+                     trials: int = 1) -> int:
     """The next replayed round's calls, after the replayed rounds ``done``: after the first, sized at the least time
     per call of the rounds so far (a window less the exchange and what the host held it up: whatever else a window
     held makes the rounds shorter than asked for, never longer; the first round's, of few calls, came out up to four
     times the later ones' on an H100, and rounds sized on it alone lasted half ``REPLAYED_ROUND_MS``), and never
     fewer than the round before; twice those (up to ``replay.most_calls``) after a later round the host held up for
-    more than ``LENGTHENED_HELD_SHARE`` of its window."""
+    more than ``LENGTHENED_HELD_SHARE`` of its window. In a session of several ``trials``, the ramp's last round
+    is sized for ``RAMP_SIZING_SHARE`` of ``REPLAYED_ROUND_MS``."""
     if not done:
         return replay.first_calls
     latest = done[-1]
-    calls = later_round_calls(replay, iterations, min((r.wall_ms - r.held_ms - exchange_ms) / r.calls for r in done))
+    share = RAMP_SIZING_SHARE if trials > 1 and len(done) == RAMP_ROUNDS - 1 else 1.0
+    calls = later_round_calls(replay, iterations, min((r.wall_ms - r.held_ms - exchange_ms) / r.calls for r in done),
+                              REPLAYED_ROUND_MS * share)
     if len(done) > 1:
         calls = max(calls, latest.calls)
         if latest.held_ms > LENGTHENED_HELD_SHARE * latest.wall_ms:

@@ -113,7 +113,7 @@ class TimedSchedule:
 
     def __init__(self, ctx: EvaluationContext, purpose: tuple[object, ...], warmup: int, iterations: int,
                  probability: float, watch: HostWatch | None = None, exchange_ms: float = 0.0,
-                 trials: int = 1) -> None:
+                 trials: int = 1, reference_call_ms: float | None = None) -> None:
         self.ctx, self.probability = ctx, probability
         self.stream, self.purpose = ctx.seed_stream(*purpose), str(purpose[0])
         self.watch = watch
@@ -122,7 +122,7 @@ class TimedSchedule:
         #: The most calls a round holds, and so the most outputs one shipment carries.
         self.round_limit = round_calls(ctx)
         self.iterations, self.timed_round = iterations, max(1, -(-iterations // TIMED_ROUNDS))
-        self.replay = replay_shape(ctx, warmup, probability, trials)
+        self.replay = replay_shape(ctx, warmup, probability, trials, reference_call_ms)
         #: The trials this session times where its calls are replayed (judge/replayed.py ``RAMP_ROUNDS``); made one
         #: at a time, it times one, of ``iterations`` calls.
         self.trials = trials if self.replay is not None else 1
@@ -248,7 +248,7 @@ class TimedSchedule:
         if len(done := self._replayed_rounds()) >= self.replay.rounds:
             raise CallFailed(EvaluationStatus.RUNTIME_ERROR,
                              f"the timing loop asked for more than the {self.replay.rounds} replayed rounds")
-        return next_round_calls(self.replay, self.iterations * self.trials, done, self.exchange_ms)
+        return next_round_calls(self.replay, self.iterations * self.trials, done, self.exchange_ms, self.trials)
 
     def _replayed_rounds(self) -> list[Round]:
         return [r for r in self.rounds if r.replayed]

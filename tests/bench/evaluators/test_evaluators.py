@@ -786,3 +786,27 @@ def test_the_reference_outputs_kept_for_the_workloads_next_solutions_stop_at_the
     assert check.known(1) is outputs[1] and check.known(2) is None
     x, y = ctx.inputs(3)
     assert torch.equal(outputs[3][0], x * 2 + y)
+
+
+def test_each_session_is_told_the_reference_s_timed_latency_and_none_where_it_was_not_timed(monkeypatch):
+    """eval_performance hands every session's schedule the latency the judge timed the reference at (it sizes the
+    first replayed round, judge/replayed.py ``first_round_calls``): a number the solution cannot touch."""
+    from flashinfer_bench.bench.evaluators import evaluator as evaluators
+    from flashinfer_bench.bench.judge.local import LocalSolution
+
+    told = []
+
+    class Recording(evaluators.TimedSchedule):
+        def __init__(self, *args, **kwargs) -> None:
+            told.append(kwargs.get("reference_call_ms"))
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(evaluators, "TimedSchedule", Recording)
+    ctx = evaluation_context(SCALE, WORKLOAD, CFG)
+    timed_reference = DefaultEvaluator.build_baseline(ctx, reference_callee(SCALE), profile=True)
+    assert timed_reference.reference_timing is not None
+    untimed_reference = DefaultEvaluator.build_baseline(ctx, reference_callee(SCALE), profile=False)
+    for baseline in (timed_reference, untimed_reference):
+        DefaultEvaluator.eval_performance(ctx, LocalSolution(ctx, ValueReturning(lambda x, y: x * 2 + y)), baseline)
+    latency = timed_reference.reference_timing.latency_ms
+    assert told == [latency] * CFG.num_trials + [None] * CFG.num_trials  # on the CPU: a session per trial

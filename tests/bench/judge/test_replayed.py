@@ -7,6 +7,7 @@ import pytest
 from flashinfer_bench.bench.judge.replayed import (
     LEAST_SAMPLE_MS,
     LENGTHENED_HELD_SHARE,
+    RAMP_SIZING_SHARE,
     REPLAYED_ROUND_MS,
     REPLAYED_ROUND_PICKS,
     exchange_floor,
@@ -88,6 +89,19 @@ def test_later_rounds_are_sized_at_the_least_time_per_call_of_the_rounds_so_far(
     assert next_round_calls(shape, 50, [slow_first, held], exchange_ms=0.3) == 128
 
 
+def test_in_a_session_of_several_trials_the_ramp_s_last_round_is_sized_for_a_share_of_a_round():
+    """It only sizes the trials' rounds, which are sized for the whole REPLAYED_ROUND_MS after it; a session of one
+    trial has no ramp, and every round after the first is sized for the whole."""
+    per_call = REPLAYED_ROUND_MS / 1000  # 1,000 calls make a round
+    shape = ReplayShape(first_calls=64, most_calls=1024, rounds=5)
+    first = Clocked(64, 0.3 + 64 * per_call)
+    assert RAMP_SIZING_SHARE == 0.5
+    assert next_round_calls(shape, 150, [first], exchange_ms=0.3, trials=3) == 512  # 500 wanted
+    assert next_round_calls(shape, 150, [first], exchange_ms=0.3, trials=1) == 1024
+    ramp = Clocked(512, 0.3 + 512 * per_call)
+    assert next_round_calls(shape, 150, [first, ramp], exchange_ms=0.3, trials=3) == 1024
+
+
 def test_a_replayed_round_picks_about_the_same_number_of_calls_whatever_its_size():
     assert round_probability(0.125, 16) == 0.125  # 2 of 16: the session's own probability is the smaller
     assert round_probability(0.125, 1024) == REPLAYED_ROUND_PICKS / 1024
@@ -124,3 +138,34 @@ def test_a_replayed_rounds_ring_holds_more_outputs_than_a_round_of_single_calls_
     assert replay_shape(ctx, warmup=0, probability=0.125) is None  # no warm-up: nothing tells the replays apart
     assert most_calls_shipped(SimpleNamespace(round_limit=10, replay=shape)) == SHIPPED_MOST_CALLS
     assert most_calls_shipped(SimpleNamespace(round_limit=10, replay=None)) == 10
+
+
+def test_the_first_round_is_a_whole_graph_only_where_the_judge_timed_the_reference_s_calls_as_short():
+    """The worker captures one graph (GRAPH_MOST_CALLS calls), not two, where the reference's calls take at most
+    SHORT_CALL_MS; a reference not timed, or slower, keeps the 16-call first round; a round limit below a graph
+    (sampling's 16, or large outputs) holds."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from flashinfer_bench.bench.judge.replayed import REPLAYED_FIRST_CALLS, SHORT_CALL_MS, replay_shape
+    from flashinfer_bench.bench.replay import GRAPH_MOST_CALLS
+    from flashinfer_bench.bench.slot import TensorLayout
+
+    assert SHORT_CALL_MS * GRAPH_MOST_CALLS <= REPLAYED_ROUND_MS / 4
+    small = SimpleNamespace(input_plan=SimpleNamespace(replay_obstacle=None),
+                            output_layouts=[TensorLayout("out", torch.float32, (4096,))])
+    short = replay_shape(small, warmup=1, probability=0.125, trials=3, reference_call_ms=0.004)
+    assert short is not None and short.first_calls == GRAPH_MOST_CALLS and short.captured_ahead == [64]
+    for reference_ms in (None, 0.0, 2 * SHORT_CALL_MS):
+        shape = replay_shape(small, warmup=1, probability=0.125, trials=3, reference_call_ms=reference_ms)
+        assert shape is not None and shape.first_calls == REPLAYED_FIRST_CALLS
+        assert shape.captured_ahead == [16, 64]
+    sampled = replay_shape(small, warmup=1, probability=1.0, reference_call_ms=0.004)
+    assert sampled is not None and sampled.first_calls == sampled.most_calls == REPLAYED_ROUND_PICKS
+    assert sampled.captured_ahead == [REPLAYED_ROUND_PICKS]
+    # 32 MB outputs: the ring holds 16 calls, so no round holds a graph of 64.
+    large = SimpleNamespace(input_plan=SimpleNamespace(replay_obstacle=None),
+                            output_layouts=[TensorLayout("out", torch.float32, (8 << 20,))])
+    limited = replay_shape(large, warmup=1, probability=0.125, reference_call_ms=0.004)
+    assert limited is not None and limited.first_calls == limited.most_calls == 16
