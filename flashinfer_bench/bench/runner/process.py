@@ -234,10 +234,14 @@ class JudgeProcess:
                                    retire=True)
             elif worker.process.sentinel in ready:
                 worker.process.join(timeout=5)
-                outcome = WorkOutcome(EvaluationStatus.RUNTIME_ERROR, retire=True,
-                                      log=describe_exit(worker.process.exitcode) + worker.limits_reached())
-                self._drain()
-                return outcome
+                exited = describe_exit(worker.process.exitcode) + worker.limits_reached()
+                judged = self._drain()
+                if (judged is not None and judged.status != EvaluationStatus.PASSED
+                        and not judged.log.startswith(CHANNEL_CLOSED)):
+                    # The judge failed the item for what it saw (a forged message: the worker broke the protocol),
+                    # and the worker, its channel closed, was gone before that word arrived here.
+                    return replace(judged, retire=True, log=judged.log + worker.limits_reached())
+                return WorkOutcome(EvaluationStatus.RUNTIME_ERROR, retire=True, log=exited)
             else:
                 return self._judge_died()
 
@@ -250,16 +254,18 @@ class JudgeProcess:
                 return replace(outcome, log=describe_exit(worker.process.exitcode))
         return outcome
 
-    def _drain(self) -> None:
-        """Wait for the judge to give up on the item whose worker is gone; replace a judge that does not."""
+    def _drain(self) -> WorkOutcome | None:
+        """Wait for the judge to give up on the item whose worker is gone, and return what it made of it; replace a
+        judge that does not (None)."""
         end = time.monotonic() + JUDGE_DRAIN_S
         while self.process.is_alive():
-            tag, _ = self._next(max(0.0, end - time.monotonic()), [])
+            tag, payload = self._next(max(0.0, end - time.monotonic()), [])
             if tag == protocol.RESULT:
-                return
+                return payload
             if tag is None:
                 break
         self.kill()
+        return None
 
     def _next(self, timeout: float, others: list[Any]) -> tuple[str | None, Any]:
         """The judge's next message, or (None, None) when it died, or one of ``others`` fired, or time ran out."""

@@ -356,3 +356,52 @@ def test_workers_may_write_profiles_only_where_profiles_were_asked_for(tmp_path,
     assert pstats.Stats(str(written[0])).total_calls > 0  # complete: written aside, then renamed
     monkeypatch.setenv(PROFILE_DIR_ENV, str(tmp_path / "missing"))
     assert worker_policy(hidden=[]).writable == ()
+
+
+@pytest.mark.parametrize("judged", ["the worker broke the protocol: sent 'timed' where 'called' was due",
+                                    "the worker closed its channel", None])
+def test_a_worker_gone_before_its_judge_s_word_gets_the_judge_s_verdict_where_the_judge_knows_more(judged):
+    """A worker that forges a message sees its channel closed by the judge and exits (status 0) before the judge's
+    result reaches the parent: the parent takes the judge's verdict, not the exit; where the judge only lost the
+    channel (or says nothing), the exit status is what the log tells."""
+    import multiprocessing
+    from types import SimpleNamespace
+
+    from flashinfer_bench.bench.config import BenchmarkConfig as Config
+    from flashinfer_bench.bench.runner.base import WorkOutcome
+    from flashinfer_bench.bench.runner.process import protocol
+    from flashinfer_bench.bench.wire.parent_judge import WorkItem
+    from flashinfer_bench.data import Definition, EvaluationStatus, Solution, Workload
+
+    definition = Definition.model_validate(SCALE_ADD)
+    item = WorkItem(definition, Solution.model_validate(python_solution("s", PRINT_PID)),
+                    Workload(uuid="w", axes={"n": 8}, inputs={}), Config().resolve(definition), None)
+    parent_end, judge_end = multiprocessing.Pipe()
+    gone_read, gone_write = os.pipe()
+    os.close(gone_write)  # the worker's sentinel: ready at once
+    worker = SimpleNamespace(stage=lambda item: None, limits_reached=lambda: "", items_done=0,
+                             process=SimpleNamespace(sentinel=gone_read, exitcode=0, join=lambda timeout=None: None))
+    judge_alive = os.pipe()  # the judge's sentinel: never ready
+    judge = JudgeProcess.__new__(JudgeProcess)
+    judge.conn, judge.device, judge.kill = parent_end, "cpu", lambda: None
+    judge.process = SimpleNamespace(sentinel=judge_alive[0], is_alive=lambda: True, exitcode=None)
+
+    def judge_answers() -> None:
+        judge_end.recv()  # the item
+        time.sleep(0.3)  # the worker's exit is seen first
+        if judged is not None:
+            judge_end.send((protocol.RESULT, WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log=judged, retire=True)))
+        else:
+            judge_end.close()
+
+    answering = threading.Thread(target=judge_answers)
+    answering.start()
+    outcome = judge.evaluate(item, worker, os.devnull, 10.0, lambda timing: None)
+    answering.join()
+    for fd in (gone_read, *judge_alive):
+        os.close(fd)
+    assert outcome.status == EvaluationStatus.RUNTIME_ERROR and outcome.retire
+    if judged is not None and "broke the protocol" in judged:
+        assert outcome.log == judged
+    else:
+        assert outcome.log == "worker process exited with status 0"
