@@ -23,6 +23,7 @@ from flashinfer_bench.bench import Benchmark, BenchmarkConfig
 from flashinfer_bench.bench.runner import isolated_runner, persistent_runner
 from flashinfer_bench.bench.runner.device_slot import SPARE_WORKERS
 from flashinfer_bench.bench.runner.process import JudgeProcess, WorkerProcess
+from flashinfer_bench.bench.wire.judge_worker import CHANNEL_CLOSED
 from flashinfer_bench.data import TraceSet
 
 #: Prints a number drawn once per process (a sandboxed worker is pid 1 of its own namespace, so pids tell nothing).
@@ -359,7 +360,7 @@ def test_workers_may_write_profiles_only_where_profiles_were_asked_for(tmp_path,
 
 
 @pytest.mark.parametrize("judged", ["the worker broke the protocol: sent 'timed' where 'called' was due",
-                                    "the worker closed its channel", None])
+                                    CHANNEL_CLOSED, None])
 def test_a_worker_gone_before_its_judge_s_word_gets_the_judge_s_verdict_where_the_judge_knows_more(judged):
     """A worker that forges a message sees its channel closed by the judge and exits (status 0) before the judge's
     result reaches the parent: the parent takes the judge's verdict, not the exit; where the judge only lost the
