@@ -88,12 +88,14 @@ def from_bytes(raw: torch.Tensor, layouts: Sequence[TensorLayout]) -> list[torch
     return tensors
 
 
-#: A host copy of at least this many bytes (``host_copy``) is split among up to ``COPY_THREADS`` threads, pieces of at
-#: least ``SPLIT_COPY_BYTES`` each. On an H100 host one thread read a shipment of 16 outputs of 2 MB in 4.5 ms (7 GB/s),
-#: four in 1.3 ms (benchmarks/shipment_copies.py); a worker timing 2 MB outputs then waited 8-10 ms a session for
-#: the judge's answers, against 12-18 ms (benchmarks/worker_phases.py, docs/measurements.md).
+#: A host copy of at least this many bytes (``host_copy``) is split among up to ``COPY_THREADS`` threads (at most four,
+#: a quarter of the cores the process may run on), pieces of at least ``SPLIT_COPY_BYTES`` each. On an H100 host one
+#: thread read a shipment of 16 outputs of 2 MB in 4.5 ms (7 GB/s), four in 1.3 ms (benchmarks/shipment_copies.py);
+#: a worker timing 2 MB outputs then waited 8-10 ms a session for the judge's answers, against 12-18 ms
+#: (benchmarks/worker_phases.py, docs/measurements.md).
 SPLIT_COPY_BYTES = 1 << 20
-COPY_THREADS = max(1, min(4, (os.cpu_count() or 1) // 4))
+COPY_THREADS = max(1, min(4, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                              else os.cpu_count() or 1) // 4))
 #: The threads that copy pieces beside the caller, by the process that made them (a forked child has none of them).
 _copiers: dict[int, ThreadPoolExecutor] = {}
 _copiers_lock = threading.Lock()
