@@ -234,14 +234,16 @@ class JudgeProcess:
                                    retire=True)
             elif worker.process.sentinel in ready:
                 worker.process.join(timeout=5)
-                exited = describe_exit(worker.process.exitcode) + worker.limits_reached()
+                limits = worker.limits_reached()
                 judged = self._drain()
-                if (judged is not None and judged.status != EvaluationStatus.PASSED
-                        and not judged.log.startswith(CHANNEL_CLOSED)):
-                    # The judge failed the item for what it saw (a forged message: the worker broke the protocol),
-                    # and the worker, its channel closed, was gone before that word arrived here.
-                    return replace(judged, retire=True, log=judged.log + worker.limits_reached())
-                return WorkOutcome(EvaluationStatus.RUNTIME_ERROR, retire=True, log=exited)
+                if judged is not None and judged.status != EvaluationStatus.PASSED:
+                    # The worker can be gone before the judge's word arrives here (a forged message: the judge
+                    # closed its channel): what the judge saw, unless it saw only the channel close.
+                    outcome = self._with_exit(replace(judged, retire=True), worker)
+                else:
+                    outcome = WorkOutcome(EvaluationStatus.RUNTIME_ERROR, retire=True,
+                                          log=describe_exit(worker.process.exitcode))
+                return replace(outcome, log=outcome.log + limits)
             else:
                 return self._judge_died()
 

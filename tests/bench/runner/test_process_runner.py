@@ -364,7 +364,7 @@ def test_workers_may_write_profiles_only_where_profiles_were_asked_for(tmp_path,
 def test_a_worker_gone_before_its_judge_s_word_gets_the_judge_s_verdict_where_the_judge_knows_more(judged):
     """A worker that forges a message sees its channel closed by the judge and exits (status 0) before the judge's
     result reaches the parent: the parent takes the judge's verdict, not the exit; where the judge only lost the
-    channel (or says nothing), the exit status is what the log tells."""
+    channel (or says nothing), the exit status is what the log tells. The cgroup's notes, read once, follow either."""
     import multiprocessing
     from types import SimpleNamespace
 
@@ -380,8 +380,10 @@ def test_a_worker_gone_before_its_judge_s_word_gets_the_judge_s_verdict_where_th
     parent_end, judge_end = multiprocessing.Pipe()
     gone_read, gone_write = os.pipe()
     os.close(gone_write)  # the worker's sentinel: ready at once
-    worker = SimpleNamespace(stage=lambda item: None, limits_reached=lambda: "", items_done=0,
-                             process=SimpleNamespace(sentinel=gone_read, exitcode=0, join=lambda timeout=None: None))
+    limits = ["\n[the worker reached its cgroup limit on processes: a fork or thread was refused]"]
+    worker = SimpleNamespace(stage=lambda item: None, limits_reached=lambda: limits.pop() if limits else "",
+                             items_done=0, process=SimpleNamespace(sentinel=gone_read, exitcode=0, is_alive=lambda: False,
+                                                                   join=lambda timeout=None: None))
     judge_alive = os.pipe()  # the judge's sentinel: never ready
     judge = JudgeProcess.__new__(JudgeProcess)
     judge.conn, judge.device, judge.kill = parent_end, "cpu", lambda: None
@@ -402,7 +404,8 @@ def test_a_worker_gone_before_its_judge_s_word_gets_the_judge_s_verdict_where_th
     for fd in (gone_read, *judge_alive):
         os.close(fd)
     assert outcome.status == EvaluationStatus.RUNTIME_ERROR and outcome.retire
+    limit = "\n[the worker reached its cgroup limit on processes: a fork or thread was refused]"  # told once, kept
     if judged is not None and "broke the protocol" in judged:
-        assert outcome.log == judged
+        assert outcome.log == judged + limit
     else:
-        assert outcome.log == "worker process exited with status 0"
+        assert outcome.log == "worker process exited with status 0" + limit
