@@ -31,6 +31,7 @@ from flashinfer_bench.bench.judge.local import LocalSolution
 from flashinfer_bench.bench.judge.solution import SolutionHandle
 from flashinfer_bench.bench.runner import available_devices
 from flashinfer_bench.bench.seeds import new_run_secret
+from flashinfer_bench.bench.wire.parent_judge import ReferenceTiming
 from flashinfer_bench.data import Definition, Workload
 
 SCALE_ADD = {
@@ -43,7 +44,7 @@ SCALE_ADD = {
 
 #: The reference's timing by workload, taken at a workload's first evaluation: a run times the reference once per
 #: workload, for all its solutions (and sizes a replayed session's first round on it, judge/replayed.py).
-REFERENCE_TIMINGS: dict[str, object] = {}
+REFERENCE_TIMINGS: dict[str, ReferenceTiming | None] = {}
 
 
 def evaluate(ctx: EvaluationContext, solution: SolutionHandle | None = None) -> None:
