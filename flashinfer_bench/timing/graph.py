@@ -27,8 +27,9 @@ def collector_off() -> Iterator[None]:
     reference cycle holding another graph, its memory pool or its events, their release inside a capture (or inside
     the warm-up call before it, whose waits for the device are refused) can fail the capture. On an H100, one of six
     runs of benchmarks/worker_phases.py --reload had an evaluation's capture fail (its calls were then made one at a
-    time), and six of six with a change that moved the collections (docs/measurements.md); the failure's message was
-    not kept, so this is the suspected cause, not a shown one."""
+    time), and six of six with a change that moved the collections; with the collector off here and the cycle gone
+    (bench/replay.py ``ReplayedCalls``), none of four runs of that change (docs/measurements.md, fourteenth
+    session). The failure's message was not kept, so this is the likely cause, not a shown one."""
     enabled = gc.isenabled()
     gc.disable()
     try:
