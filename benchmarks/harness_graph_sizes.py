@@ -1,7 +1,8 @@
 """The harness's own device work per call in a replayed round (bench/replay.py ``harness_device_ms``: a draw of the
 inputs, a copy of the outputs into the ring), by the size of the graph a round replays: a replay costs the device
 something beyond its calls, whose share per call shrinks with the graph. The judge subtracts this measure from a
-replayed session's samples and windows (judge/replayed.py), so it is taken on the graph the later rounds replay.
+replayed session's samples and windows (judge/replayed.py), so it is taken on the graph the later rounds replay,
+with a ring of as many rows as a round of small calls keeps (``REPLAYED_MOST_CALLS``: filled through a stage).
 
     python benchmarks/harness_graph_sizes.py [--sizes 4096,65536,524288] [--graphs 1,4,16,64,256]
 
@@ -16,6 +17,7 @@ import argparse
 import torch
 
 from flashinfer_bench.bench.inputs import InputPlan
+from flashinfer_bench.bench.judge.replayed import REPLAYED_MOST_CALLS
 from flashinfer_bench.bench.replay import harness_device_ms
 from flashinfer_bench.bench.slot import output_layouts
 from flashinfer_bench.data import Definition, Workload
@@ -38,7 +40,7 @@ def main() -> None:
     for n in (int(s) for s in args.sizes.split(",")):
         workload = Workload(uuid=f"n{n}", axes={"n": n}, inputs={})
         plan, layouts = InputPlan(SCALE_ADD, workload, "cuda", None), output_layouts(SCALE_ADD, workload)
-        per_call = [min(harness_device_ms(plan, layouts, g) for _ in range(3)) * 1e3 for g in graphs]
+        per_call = [min(harness_device_ms(plan, layouts, g, REPLAYED_MOST_CALLS, False) for _ in range(3)) * 1e3 for g in graphs]
         print(f"{n:>8d}  " + "  ".join(f"{us:8.3f}" for us in per_call))
 
 

@@ -164,7 +164,8 @@ class Harness:
             if self.plan.replay_obstacle is None and setup_of(self.callee) is None:
                 timed = TimedCall(self.callee, self.definition, self.workload, self.inputs(0), self.device)
                 replayed = ReplayedCalls(self.plan, timed.inputs, timed.call,
-                                         timed.latest if keep_outputs else None, self.layouts, replay.most_calls)
+                                         timed.latest if keep_outputs else None, self.layouts, replay.most_calls,
+                                         destinations=timed.outputs or ())
                 try:
                     for size in replay.captured_ahead:
                         replayed.graph(size)

@@ -7,8 +7,9 @@ next replay, so the device does not wait for the host between them. Capturing co
 millisecond per call (the solution's Python and the harness's draws and copies, seen on an H100): graphs of whole
 1,024-call rounds took the worker about 0.1 s an evaluation, more than a small kernel's timed calls took, and a
 replay costs the device only 5-11 us beyond its calls (docs/measurements.md). Each call draws its inputs from one
-device generator (``InputPlan.draw_from``), makes the call, and copies its outputs' bytes into the next row of a
-ring on the device, for the judge to ask for any. A round seeded with ``seed`` gives its call at position ``k`` the inputs
+device generator (``InputPlan.draw_from``), makes the call, and copies its outputs' bytes into a row of a ring on
+the device (through a stage where a round replays its graph several times: ``ReplayedCalls``), for the judge to ask
+for any. A round seeded with ``seed`` gives its call at position ``k`` the inputs
 ``InputPlan.draw(DrawAt(seed, k))``: the generator moves by the same offset per draw, replay after replay, so the
 judge draws any one call's inputs alone. The solution's host code runs only while a graph is captured; a replay is
 the device work it queued then, which is what the judge's clock can bound (judge/replayed.py).
@@ -40,6 +41,8 @@ GRAPH_MOST_CALLS = 64
 #: a round, judge/replayed.py: more than 64 has a chance of about 1e-18), so the buffer they go through holds this
 #: many, not a whole ring's.
 SHIPPED_MOST_CALLS = 64
+#: A ring's rows are padded to a multiple of this many bytes (an int64), copied as words from the stage.
+ROW_WORD = 8
 #: How many replays are timed of a graph of the harness's own work (``harness_device_ms``): the cheapest counts
 #: (the first ones may run while the device's clocks rise).
 HARNESS_REPLAYS = 8
@@ -50,6 +53,26 @@ def graph_sizes(calls: int) -> list[int]:
     the round holds fewer), then one of what is left."""
     size = min(calls, GRAPH_MOST_CALLS)
     return [size] * (calls // size) + ([calls % size] if calls % size else [])
+
+
+def in_place(row: torch.Tensor, layouts: Sequence[TensorLayout]) -> list[torch.Tensor | None]:
+    """Each output's place in a ring's or stage's ``row`` (uint8), as a tensor of its layout a destination-passing
+    call can write into; None where its bytes do not start at a multiple of its element size (after an output of
+    an odd number of bytes), whose outputs are then copied there."""
+    places: list[torch.Tensor | None] = []
+    offset = 0
+    for layout in layouts:
+        piece = row[offset:offset + layout.nbytes]
+        aligned = piece.data_ptr() % layout.element_size == 0
+        places.append(piece.view(layout.dtype).view(layout.shape) if aligned else None)
+        offset += layout.nbytes
+    return places
+
+
+def staged_ring(ring_rows: int) -> bool:
+    """Whether a ring of ``ring_rows`` rows is filled through a stage (``ReplayedCalls``): where a round may be
+    several replays of a graph, whose calls' rows are then worked out on the device for each replay."""
+    return ring_rows > GRAPH_MOST_CALLS
 
 
 @dataclass(frozen=True)
@@ -77,17 +100,32 @@ class ReplayShape:
 class ReplayedCalls:
     """Captured graphs of calls of ``call`` (which calls with ``inputs``, a list whose tensors each call's fresh
     draw is swapped into), one per graph size a round needs (``graph_sizes``); with ``outputs`` (the latest call's
-    outputs, of ``layouts``), each call's outputs are copied into its row of a ring of ``ring_rows`` rows
-    (``kept``), shared by the graphs: a round of at most ``ring_rows`` calls keeps them all."""
+    outputs, of ``layouts``), each call's outputs go into its row of a ring of ``ring_rows`` rows
+    (``kept``), shared by the graphs: a round of at most ``ring_rows`` calls keeps them all. A ring of more rows
+    than a graph's calls is filled through a stage (``staged_ring``; ``staged`` says otherwise, for the judge's
+    own measure of a worker's harness, ``harness_device_ms``). ``destinations``: the buffers a destination-passing
+    call writes its outputs into, pointed at the call's row before each call (``in_place``), so that those outputs
+    need no copy."""
 
     def __init__(self, plan: InputPlan, inputs: list[Any], call: Callable[[], None],
                  outputs: Callable[[], Sequence[torch.Tensor]] | None, layouts: Sequence[TensorLayout],
-                 ring_rows: int) -> None:
+                 ring_rows: int, staged: bool | None = None, destinations: Sequence[torch.Tensor] = ()) -> None:
         self.device, self.layouts = torch.device(plan.device), list(layouts)
         self.generator = torch.Generator(device=self.device)
-        #: One row per call: each output's bytes, one after the other.
-        self.ring = torch.empty((ring_rows if outputs is not None else 0, total_bytes(self.layouts)),
-                                dtype=torch.uint8, device=self.device)
+        self.row_bytes = total_bytes(self.layouts)
+        rows = ring_rows if outputs is not None else 0
+        #: One row per call: each output's bytes, one after the other, then up to ``ROW_WORD`` bytes of padding,
+        #: so that whole rows are copied as words (``_step``).
+        self.ring = torch.empty((rows, -(-max(self.row_bytes, 1) // ROW_WORD) * ROW_WORD), dtype=torch.uint8,
+                                device=self.device)
+        self.staged = staged_ring(rows) if staged is None else staged
+        #: Where a graph's calls put their outputs (a row each, at a fixed place, a plain copy): the ring itself
+        #: where every round is one replay, else a stage of a graph's rows, copied into the ring's next rows as
+        #: the graph's last call ends. A copy into a row the device works out (the ring's, in every call) cost an
+        #: H200 2.3 us a call at 16 KB outputs and 6.1 us at 2 MB, a plain one 1.1 and 1.9 us
+        #: (benchmarks/replay_step_device.py, docs/measurements.md).
+        self.stage = (torch.empty((min(rows, GRAPH_MOST_CALLS), self.ring.shape[1]), dtype=torch.uint8,
+                                  device=self.device) if self.staged else self.ring)
         #: The ring's row of each call of the graph being replayed: its place in the graph plus the calls of the
         #: round's replays before it. A graph's last call moves them on, once per replay, not once per call (a
         #: kernel each); ``rewind`` sets them back for a round.
@@ -102,19 +140,32 @@ class ReplayedCalls:
         #: would make it a reference cycle, freed only by a garbage collection, whose finalizers (its graphs, ring
         #: and events) could then run in the middle of another harness's capture (timing/graph.py).
         self.plan, self.inputs, self.call, self.outputs = plan, inputs, call, outputs
+        self.destinations = list(destinations) if outputs is not None else []
 
     def _step(self, k: int, size: int) -> None:
         """Call ``k`` of a graph of ``size`` calls: fresh inputs from the generator, the call, its outputs into
-        the ring."""
+        its row of the stage (the last call's, the stage's rows into the ring's next ones)."""
         # The seed matters only for draws that need the host, which a replayable plan has none of.
         take_values(self.inputs, self.plan.draw_from(self.generator, 0))
+        row = self.stage[k] if self.outputs is not None else None
+        if row is not None and self.destinations:
+            for destination, place in zip(self.destinations, in_place(row, self.layouts), strict=True):
+                if place is not None:
+                    destination.set_(place)
         self.call()
-        if self.outputs is not None:
-            raw = [raw_bytes(t) for t in self.outputs()]
-            self.ring.index_copy_(0, self.rows[k:k + 1], torch.cat(raw).unsqueeze(0) if len(raw) > 1 else
-                                  raw[0].unsqueeze(0))
-            if k == size - 1:
-                self.rows.add_(size)
+        if row is None:
+            return
+        offset = 0
+        for layout, output in zip(self.layouts, self.outputs(), strict=True):
+            raw, place = raw_bytes(output), row[offset:offset + layout.nbytes]
+            if raw.numel() != layout.nbytes:  # copy_ would broadcast a smaller one
+                raise ValueError(f"output '{layout.name}' has {raw.numel()} bytes, its layout {layout.nbytes}")
+            if raw.data_ptr() != place.data_ptr():  # not written in place
+                place.copy_(raw)
+            offset += layout.nbytes
+        if self.staged and k == size - 1:
+            self.ring.view(torch.int64).index_copy_(0, self.rows[:size], self.stage[:size].view(torch.int64))
+            self.rows.add_(size)
 
     def graph(self, size: int) -> torch.cuda.CUDAGraph:
         """The graph of ``size`` calls, captured when first needed (GraphCaptureFailed where it cannot be) and
@@ -158,17 +209,20 @@ class ReplayedCalls:
 
     def kept(self, row: int) -> tuple[torch.Tensor, ...]:
         """The outputs the ring holds in ``row`` (the round's call of that index), as tensors of their layouts."""
-        return tuple(from_bytes(self.ring[row], self.layouts))
+        return tuple(from_bytes(self.ring[row, :self.row_bytes], self.layouts))
 
 
-def harness_device_ms(plan: InputPlan, layouts: list[TensorLayout], calls: int) -> float:
+def harness_device_ms(plan: InputPlan, layouts: list[TensorLayout], calls: int, ring_rows: int,
+                      destination_passing: bool) -> float:
     """The device time per call of the harness's own work in a replayed round of ``calls`` calls (a draw, a copy
-    of outputs of these layouts into the ring: none without layouts), from the cheapest of ``HARNESS_REPLAYS``
-    replays of the graph such a round replays with no call in it, timed by the judge in its own process."""
+    of outputs of these layouts into a ring of ``ring_rows`` rows, as the worker's: none without rows, nor for
+    outputs a ``destination_passing`` call writes in place), from the cheapest of ``HARNESS_REPLAYS`` replays of
+    the graph such a round replays with no call in it, timed by the judge in its own process."""
     device = torch.device(plan.device)
     outputs = [torch.zeros(layout.shape, dtype=layout.dtype, device=device) for layout in layouts]
     size = graph_sizes(calls)[0]
-    replayed = ReplayedCalls(plan, plan.draw(0), lambda: None, (lambda: outputs) if layouts else None, layouts, size)
+    replayed = ReplayedCalls(plan, plan.draw(0), lambda: None, (lambda: outputs) if ring_rows else None, layouts,
+                             size, staged=staged_ring(ring_rows), destinations=outputs if destination_passing else ())
     graph = replayed.graph(size)
     # Queued back to back, each after its ring's row is reset: the host queues the next while the device runs the
     # one before, so no pair of events holds a launch (a round's replays follow each other the same way).

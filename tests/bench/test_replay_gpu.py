@@ -13,6 +13,7 @@ from flashinfer_bench.bench.judge.replayed import NOT_REPLAYED_NOTE
 from flashinfer_bench.bench.replay import GRAPH_MOST_CALLS, ReplayedCalls, graph_sizes
 from flashinfer_bench.bench.slot import TensorLayout
 from flashinfer_bench.data import Definition, TraceSet, Workload
+from flashinfer_bench.timing.graph import GraphCaptureFailed
 
 pytestmark = pytest.mark.gpu
 
@@ -30,17 +31,20 @@ def as_bytes(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.reshape(-1).view(torch.uint8)
 
 
+@pytest.mark.parametrize("n", [3000, 3001])
 @pytest.mark.parametrize("calls", [6, 3 * GRAPH_MOST_CALLS + 5])
-def test_each_replayed_call_gets_the_inputs_the_judge_draws_for_its_place_and_keeps_its_outputs_in_its_row(calls):
+def test_each_replayed_call_gets_the_inputs_the_judge_draws_for_its_place_and_keeps_its_outputs_in_its_row(calls, n):
     """A round of more calls than a graph holds replays a smaller graph several times: the generator and the ring's
-    row move on from one replay to the next as within one."""
-    workload = Workload(uuid="w", axes={"n": 3000}, inputs={})
+    row move on from one replay to the next as within one (the calls' rows through a stage; rows of 3001 * 11
+    bytes padded to words)."""
+    workload = Workload(uuid="w", axes={"n": n}, inputs={})
     plan = InputPlan(MIXED, workload, "cuda", None)
     assert plan.replay_obstacle is None
     inputs = plan.draw(7)
     layouts = [TensorLayout(name, t.dtype, tuple(t.shape)) for name, t in zip(MIXED.inputs, inputs, strict=True)]
     # The "outputs" kept are the inputs each call was given.
     replayed = ReplayedCalls(plan, inputs, lambda: None, lambda: inputs, layouts, ring_rows=calls)
+    assert replayed.staged == (calls > GRAPH_MOST_CALLS)
     judge = InputPlan(MIXED, workload, "cuda", None)
     seen = set()
     for seed in (11, 12):
@@ -55,6 +59,51 @@ def test_each_replayed_call_gets_the_inputs_the_judge_draws_for_its_place_and_ke
     assert len(seen) == 2 * calls
     with pytest.raises(ValueError, match="rows of its ring"):
         replayed.run(13, 2 * calls)
+
+
+@pytest.mark.parametrize("calls", [6, 2 * GRAPH_MOST_CALLS])
+def test_a_destination_passing_calls_outputs_are_written_in_its_row_where_aligned_else_copied_there(calls):
+    """A destination-passing call's buffers are pointed at its row before it is made, so it writes its outputs
+    where they are kept (no copy); an output whose place in the row does not start at a multiple of its element
+    size (after 3 bytes) keeps its own buffer and is copied there."""
+    workload = Workload(uuid="w", axes={"n": 3000}, inputs={})
+    plan = InputPlan(MIXED, workload, "cuda", None)
+    inputs = plan.draw(7)
+    out, flag = torch.empty(3000, device="cuda"), torch.empty(3, dtype=torch.uint8, device="cuda")
+    tail = torch.empty(4, device="cuda")
+    own = tail.data_ptr()
+
+    def call() -> None:
+        torch.mul(inputs[0], 2, out=out)
+        flag.fill_(7)
+        tail.fill_(1.5)
+
+    layouts = [TensorLayout("out", torch.float32, (3000,)), TensorLayout("flag", torch.uint8, (3,)),
+               TensorLayout("tail", torch.float32, (4,))]
+    replayed = ReplayedCalls(plan, inputs, call, lambda: [out, flag, tail], layouts, ring_rows=calls,
+                             destinations=[out, flag, tail])
+    replayed.run(5, calls)
+    replayed.wait()
+    stage = replayed.stage
+    assert all(stage.data_ptr() <= t.data_ptr() < stage.data_ptr() + stage.numel() for t in (out, flag))
+    assert tail.data_ptr() == own
+    judge = InputPlan(MIXED, workload, "cuda", None)
+    for row in range(calls):
+        kept_out, kept_flag, kept_tail = replayed.kept(row)
+        assert torch.equal(kept_out, judge.draw(DrawAt(5, row))[0] * 2)
+        assert kept_flag.tolist() == [7, 7, 7] and kept_tail.tolist() == [1.5] * 4
+
+
+def test_an_output_of_another_size_than_its_layout_is_not_captured():
+    """A row's bytes are copied output by output: one of fewer bytes than its layout fails the capture (a copy would
+    spread it over the row), and the calls are then made one at a time, where the output's shape is reported."""
+    workload = Workload(uuid="w", axes={"n": 256}, inputs={})
+    plan = InputPlan(MIXED, workload, "cuda", None)
+    inputs = plan.draw(7)
+    layouts = [TensorLayout("out", torch.float32, (256,))]
+    replayed = ReplayedCalls(plan, inputs, lambda: None, lambda: [inputs[0][:1]], layouts, ring_rows=8)
+    with pytest.raises(GraphCaptureFailed, match="output 'out' has 4 bytes, its layout 1024"):
+        replayed.graph(8)
 
 
 def test_replayed_calls_are_freed_when_dropped_with_no_garbage_collection():

@@ -20,8 +20,9 @@ from flashinfer_bench.bench.seeds import SeedStream, stable_seed
 from flashinfer_bench.bench.slot import TensorLayout, output_layouts
 from flashinfer_bench.data import Definition, Workload
 
-#: ``EvaluationContext.replay_harness_ms`` by (definition, workload, trace set, device, copies, calls per graph).
-_HARNESS_MS: dict[tuple[str, str, str | None, str, bool, int], float] = {}
+#: ``EvaluationContext.replay_harness_ms`` by (definition, workload, trace set, device, copies, staged, outputs
+#: written in place, calls per graph).
+_HARNESS_MS: dict[tuple[str, str, str | None, str, bool, bool, bool, int], float] = {}
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class EvaluationContext:
     device: str
     trace_set_root: str | None
     secret: int
+    #: The solution is called with its outputs' buffers (its spec's ``destination_passing_style``), which a
+    #: replayed round points at its ring's rows (bench/replay.py ``ReplayedCalls``), so no copy of them is made.
+    destination_passing: bool = False
 
     def seed_for(self, *purpose: object) -> int:
         """The input seed for ``purpose`` (e.g. ``("trial", 0)``), unpredictable without the secret."""
@@ -63,18 +67,19 @@ class EvaluationContext:
         with phase(DRAWS):
             return self.input_plan.draw(key)
 
-    def replay_harness_ms(self, calls: int, copies: bool = True) -> float:
-        """The harness's own device time per call in a replayed round of ``calls`` calls
-        (``replay.harness_device_ms``; ``copies``: the outputs copied into the ring, as a solution's are, not a
-        reference's), timed by the judge once per workload and graph size (the same for every solution of the
-        workload, so this judge process keeps it): each replay of a graph costs the device 5-11 us beyond its calls
-        (an H100, benchmarks/harness_graph_sizes.py), whose share per call depends on the graph's size."""
-        from flashinfer_bench.bench.replay import graph_sizes, harness_device_ms
+    def replay_harness_ms(self, calls: int, ring_rows: int) -> float:
+        """The harness's own device time per call in a replayed round of ``calls`` calls whose outputs go into a
+        ring of ``ring_rows`` rows, as a solution's do (none for a reference's: ``replay.harness_device_ms``; in
+        place for a ``destination_passing`` solution's), timed by the judge once per workload, graph size and kind
+        of ring (the same for every solution of the workload of that calling convention, so this judge process keeps
+        it): each replay of a graph costs the device 5-11 us beyond its calls (an H100,
+        benchmarks/harness_graph_sizes.py), whose share per call depends on the graph's size."""
+        from flashinfer_bench.bench.replay import graph_sizes, harness_device_ms, staged_ring
 
-        key = (self.definition.name, self.workload.uuid, self.trace_set_root, self.device, copies,
-               graph_sizes(calls)[0])
+        key = (self.definition.name, self.workload.uuid, self.trace_set_root, self.device, ring_rows > 0,
+               staged_ring(ring_rows), ring_rows > 0 and self.destination_passing, graph_sizes(calls)[0])
         if key not in _HARNESS_MS:
-            _HARNESS_MS[key] = harness_device_ms(self.input_plan, self.output_layouts if copies else [], key[-1])
+            _HARNESS_MS[key] = harness_device_ms(self.input_plan, self.output_layouts, key[-1], ring_rows, key[-2])
         return _HARNESS_MS[key]
 
     @property

@@ -160,6 +160,6 @@ class UncheckedSchedule:
         inflated), else one."""
         if self.replay is None:
             return [samples_ms]
-        harness = self.ctx.replay_harness_ms(max(self.replay.first_calls, self.later_calls), copies=False)
+        harness = self.ctx.replay_harness_ms(max(self.replay.first_calls, self.later_calls), ring_rows=0)
         net = less_harness(samples_ms, harness)
         return [[net[i] for i in rounds] for rounds in trial_rounds(len(net), self.trials)]

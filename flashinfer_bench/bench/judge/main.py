@@ -157,7 +157,7 @@ class Judge:
         from flashinfer_bench.bench.evaluators.evaluator import TimedOutputsMismatch
 
         ctx = EvaluationContext(item.definition, item.workload, item.config, self.device, item.trace_set_root,
-                                item.secret)
+                                item.secret, item.solution.spec.destination_passing_style)
         if self.calibrates and self.worker_is_fresh:  # no solution code has run in this worker yet
             self.load(worker, item, log_path, calibration=True)
             noop = RemoteSolution(ctx, worker, slots, None, self.worker_pid)

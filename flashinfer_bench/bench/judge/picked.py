@@ -19,8 +19,9 @@ from flashinfer_bench.bench.slot import total_bytes
 #: whose outputs and reference outputs take at most this many bytes (the comparison's float64 copies of them take
 #: up to 4x that for 16-bit outputs).
 CHECK_GROUP_BYTES = 16 << 20
-#: The judge draws again the inputs of this many picked calls of a session at least, to time its own draw; beyond
-#: them, only where the call's expected values are not known yet (the reference must run).
+#: The judge draws again the inputs of this many picked calls of a session at least, to time its own draw (which a
+#: session of calls made one at a time takes out of its windows: judge/schedule.py); beyond them, and in a replayed
+#: session, only where the call's expected values are not known yet (the reference must run).
 TIMED_DRAWS = 5
 
 
@@ -63,15 +64,15 @@ def draw_again(ctx: EvaluationContext, call: PickedCall, draw_ms: list[float], w
 
 
 def judge_calls(ctx: EvaluationContext, picked: Sequence[PickedCall], draw_ms: list[float],
-                watch: HostWatch | None, check: PickedCallCheck) -> Verdict | None:
+                watch: HostWatch | None, check: PickedCallCheck, time_draws: bool = True) -> Verdict | None:
     """The first failing verdict among the picked calls (then ``check.finish``'s), or None. The calls are checked in
     groups of at most CHECK_GROUP_BYTES of outputs and expected values (at least one call per group); a call's
-    expected values are those known already, else worked out from its inputs drawn again (the first TIMED_DRAWS
-    calls' are drawn again in any case, to time the judge's own draw)."""
+    expected values are those known already, else worked out from its inputs drawn again (with ``time_draws``, the
+    first TIMED_DRAWS calls' are drawn again in any case, to time the judge's own draw)."""
 
     def expected(call: PickedCall) -> Any:
         known = check.known(call.key)
-        if len(draw_ms) < TIMED_DRAWS:
+        if time_draws and len(draw_ms) < TIMED_DRAWS:
             inputs = draw_again(ctx, call, draw_ms, watch)
         elif known is None:
             inputs = ctx.inputs(call.key)

@@ -284,7 +284,7 @@ class TimedSchedule:
         """The first failing verdict among the picked calls, or None (judge/picked.py ``judge_calls``); their
         outputs' memory then serves the next session, also where a check raised."""
         try:
-            return judge_calls(self.ctx, self.picked, self.draw_ms, self.watch, check)
+            return judge_calls(self.ctx, self.picked, self.draw_ms, self.watch, check, time_draws=not self.replayed)
         finally:
             self.release()
 
@@ -352,7 +352,7 @@ class TimedSchedule:
         claimed_total = sum(samples) + sum(claim.setup_ms[-len(samples):])
         replayed, harness = self._replayed_rounds(), 0.0
         if self.replay is not None and replayed:
-            harness = self.ctx.replay_harness_ms(max(r.calls for r in replayed))
+            harness = self.ctx.replay_harness_ms(max(r.calls for r in replayed), self.replay.most_calls)
             try:
                 samples, claimed_total = net_samples(samples, replayed, harness)
             except ValueError as exc:

@@ -1,6 +1,7 @@
 """Evaluators judged in-process on CPU tensors (the judge calls exactly these methods; the harness that a worker
 runs is run here in-process by LocalSolution)."""
 
+import dataclasses
 import weakref
 
 import pytest
@@ -309,16 +310,18 @@ def test_picks_come_from_the_runs_secret_and_the_reference_runs_once_per_picked_
     assert len(calls) == 1 and torch.equal(first[0], again[0])
 
 
-def test_picked_calls_whose_expected_values_are_known_are_drawn_again_only_to_time_the_draw():
+@pytest.mark.parametrize("replayed", [False, True])
+def test_picked_calls_whose_expected_values_are_known_are_drawn_again_only_to_time_the_draw(replayed):
     """The judge draws a picked call's inputs again where the reference must run on them; where the reference's
     outputs are kept already (an earlier solution of the workload), only the first picks are drawn, to time the
-    judge's own draw (only those draws are timed). Every picked call is checked either way, against what its
-    seed's inputs give."""
+    judge's own draw (only those draws are timed), and none in a replayed session (whose bound takes no draw time
+    out). Every picked call is checked either way, against what its seed's inputs give."""
     from flashinfer_bench.bench.judge.picked import TIMED_DRAWS, PickedCall
     from flashinfer_bench.bench.judge.schedule import TimedSchedule
 
     ctx = evaluation_context(SCALE, WORKLOAD, CFG)
     schedule = TimedSchedule(ctx, ("timed", 0), warmup=1, iterations=3, probability=1.0)
+    schedule.replayed_from = 1 if replayed else None
     seeds = [ctx.seed_for("timed", 0, index) for index in range(TIMED_DRAWS + 7)]
     schedule.picked = [PickedCall(index, seed, (torch.zeros(64),)) for index, seed in enumerate(seeds)]
     unknown = {seeds[TIMED_DRAWS + 2], seeds[TIMED_DRAWS + 5]}
@@ -343,7 +346,7 @@ def test_picked_calls_whose_expected_values_are_known_are_drawn_again_only_to_ti
 
     check = Check()
     assert schedule.judge_picked(check) is None
-    assert len(schedule.draw_ms) == TIMED_DRAWS and set(check.worked_out) == unknown
+    assert len(schedule.draw_ms) == (0 if replayed else TIMED_DRAWS) and set(check.worked_out) == unknown
     assert check.judged == [("worked out" if seed in unknown else "known", seed) for seed in seeds]
 
 
@@ -498,7 +501,8 @@ def test_a_replayed_session_takes_the_work_from_its_shortest_later_round_and_bou
 
     measured = []  # the harness's work, timed once per workload and graph size for every solution of the workload
     monkeypatch.setattr(contexts, "_HARNESS_MS", {})
-    monkeypatch.setattr(replays, "harness_device_ms", lambda plan, layouts, size: measured.append(size) or 0.01)
+    monkeypatch.setattr(replays, "harness_device_ms",
+                        lambda plan, layouts, size, ring_rows, dps: measured.append((size, ring_rows, dps)) or 0.01)
     floor = timed.ClockFloor(per_call_ms=1.0, ship_ms=0.0, replay_round_ms=0.1)
     least = replayed.REPLAYED_PLAUSIBLE_FRACTION * 0.03 - replayed.REPLAYED_MARGIN_MS
 
@@ -510,7 +514,11 @@ def test_a_replayed_session_takes_the_work_from_its_shortest_later_round_and_bou
     assert lie.latency_ms == pytest.approx(least) and "0.0300 ms per call" in lie.notes[0]
     assert close.notes == [] and close.latency_ms == pytest.approx(least + 0.0001)
     schedule.ctx = evaluation_context(SCALE, WORKLOAD, CFG)  # the workload's next solution
-    assert recorded(least + 0.0001).latency_ms == pytest.approx(least + 0.0001) and measured == [5]
+    # Measured on a graph of a round's calls, with the worker's ring (``most_calls`` rows), and again for a
+    # destination-passing solution (whose outputs are written in place: no copies).
+    assert recorded(least + 0.0001).latency_ms == pytest.approx(least + 0.0001) and measured == [(5, 10, False)]
+    schedule.ctx = dataclasses.replace(schedule.ctx, destination_passing=True)
+    assert recorded(least + 0.0001).notes == [] and measured == [(5, 10, False), (5, 10, True)]
 
 
 def test_a_replayed_session_of_three_trials_holds_each_trials_round_to_the_sessions_bound(monkeypatch):
@@ -559,7 +567,7 @@ def test_a_replayed_session_of_three_trials_holds_each_trials_round_to_the_sessi
     sizes = [next_round(three, 0.04) for _ in range(5)]
     three.finished()
     monkeypatch.setattr(contexts, "_HARNESS_MS", {})
-    monkeypatch.setattr(replays, "harness_device_ms", lambda plan, layouts, size: 0.01)
+    monkeypatch.setattr(replays, "harness_device_ms", lambda plan, layouts, size, ring_rows, dps: 0.01)
     floor = timed.ClockFloor(per_call_ms=1.0, ship_ms=0.0, replay_round_ms=0.1)
     honest = three.latencies(TimingClaim([0.04] * 5, "cuda_events"), floor)
     assert [t.latency_ms for t in honest] == pytest.approx([0.03] * 3) and all(not t.notes for t in honest)
@@ -585,7 +593,7 @@ def test_the_references_replayed_trials_are_its_rounds_less_the_harnesss_draws(m
     measured = []
     monkeypatch.setattr(contexts, "_HARNESS_MS", {})
     monkeypatch.setattr(replays, "harness_device_ms",
-                        lambda plan, layouts, size: measured.append((len(layouts), size)) or 0.002)
+                        lambda plan, layouts, size, ring_rows, dps: measured.append((ring_rows, size)) or 0.002)
     schedule = UncheckedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("reference", 0), 10, 50, trials=3)
     assert schedule.replay is None and schedule.trial_samples([0.5, 0.7]) == [[0.5, 0.7]]  # the CPU: one trial
     schedule.replay, schedule.later_calls = ReplayShape(16, 1024, 5), 64
