@@ -24,10 +24,11 @@ from flashinfer_bench.bench.slot import total_bytes
 #: A round keeps at most this many bytes of outputs (the worker keeps a copy of every call's outputs until the
 #: round's picks are shipped).
 KEPT_BYTES = 128 << 20
-#: A replayed round keeps at most this many, in its ring on the device (bench/replay.py): enough for rounds of
-#: small calls with large outputs to last ``REPLAYED_ROUND_MS``. With ``KEPT_BYTES``, 2 MB outputs held rounds to 64
-#: calls, about 1.9 ms on an H100, where the exchange's noise alone put honest claims below the bound
-#: (docs/measurements.md). Only the picked calls' outputs are shipped (``SHIPPED_MOST_CALLS``).
+#: A replayed round keeps at most this many, in its ring on the device (bench/replay.py; beside it a stage of at most
+#: a graph's rows, where a round replays its graph more than once): enough for rounds of small calls with large
+#: outputs to last ``REPLAYED_ROUND_MS``. With ``KEPT_BYTES``, 2 MB outputs held rounds to 64 calls, about 1.9 ms on
+#: an H100, where the exchange's noise alone put honest claims below the bound (docs/measurements.md). Only the
+#: picked calls' outputs are shipped (``SHIPPED_MOST_CALLS``).
 REPLAYED_KEPT_BYTES = 512 << 20
 #: A claimed latency under this fraction of the work per call, less this margin, is not believed: a replayed round's
 #: window is the device's time, so the work per call is known to about a microsecond (docs/security.md).
