@@ -40,7 +40,8 @@ def main() -> None:
     for n in (int(s) for s in args.sizes.split(",")):
         workload = Workload(uuid=f"n{n}", axes={"n": n}, inputs={})
         plan, layouts = InputPlan(SCALE_ADD, workload, "cuda", None), output_layouts(SCALE_ADD, workload)
-        per_call = [min(harness_device_ms(plan, layouts, g, REPLAYED_MOST_CALLS, False) for _ in range(3)) * 1e3 for g in graphs]
+        per_call = [min(harness_device_ms(plan, layouts, g, REPLAYED_MOST_CALLS, False) for _ in range(3)) * 1e3
+                    for g in graphs]
         print(f"{n:>8d}  " + "  ".join(f"{us:8.3f}" for us in per_call))
 
 
