@@ -76,10 +76,11 @@ class EvaluationContext:
         benchmarks/harness_graph_sizes.py), whose share per call depends on the graph's size."""
         from flashinfer_bench.bench.replay import graph_sizes, harness_device_ms, staged_ring
 
+        size, in_place = graph_sizes(calls)[0], ring_rows > 0 and self.destination_passing
         key = (self.definition.name, self.workload.uuid, self.trace_set_root, self.device, ring_rows > 0,
-               staged_ring(ring_rows), ring_rows > 0 and self.destination_passing, graph_sizes(calls)[0])
+               staged_ring(ring_rows), in_place, size)
         if key not in _HARNESS_MS:
-            _HARNESS_MS[key] = harness_device_ms(self.input_plan, self.output_layouts, key[-1], ring_rows, key[-2])
+            _HARNESS_MS[key] = harness_device_ms(self.input_plan, self.output_layouts, size, ring_rows, in_place)
         return _HARNESS_MS[key]
 
     @property
