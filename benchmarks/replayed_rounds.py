@@ -8,8 +8,14 @@ sessions of their least window, and the median and the most of their windows' sp
 and its noise are in every window, so the spread against the least window says how much of a round's window the
 noise is (docs/security.md: the bound needs it small beside the work).
 
+With ``--cycle N`` it prints instead, over every timed session of the files given (several runs of the same code),
+the medians of a session's warm-up round, of its rounds and shipments in all, and of its trials' rounds' windows
+per call (the rounds after judge/replayed.py ``RAMP_ROUNDS``), these grouped by the session's place in its file
+modulo N: ``harness_overhead.py`` evaluates each solution over its ``--workloads`` workloads in order, so N = that
+count groups them by workload.
+
     FLASHINFER_BENCH_WINDOWS_FILE=windows.jsonl python3 benchmarks/harness_overhead.py --runners persistent
-    python3 benchmarks/replayed_rounds.py windows.jsonl
+    python3 benchmarks/replayed_rounds.py windows.jsonl [more.jsonl ...] [--cycle 8]
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
+
+from flashinfer_bench.bench.judge.replayed import RAMP_ROUNDS
 
 #: A round's window beyond this many times its session's median holds a graph's capture, not just the calls.
 CAPTURE_FACTOR = 2.0
@@ -44,11 +52,33 @@ def by_round_size(lines: list[dict]) -> dict[int, list[tuple[float, float]]]:
     return dict(sorted(sizes.items()))
 
 
+def print_sessions(files: list[list[dict]], cycle: int) -> None:
+    """The ``--cycle`` summary (see the module docstring)."""
+    warmups, totals, per_call = [], [], defaultdict(list)
+    for lines in files:
+        for place, session in enumerate(s for s in lines if s["purpose"] == "timed"):
+            rounds, shipments = session["rounds"], session["shipments"]
+            warmups.append(rounds[0][2])
+            totals.append(sum(r[2] for r in rounds) + sum(s[2] for s in shipments))
+            trials = [r for r in rounds if r[4]][RAMP_ROUNDS:]
+            if trials:
+                per_call[place % cycle].append(statistics.median(r[2] / r[1] * 1e3 for r in trials))
+    print(f"{len(warmups)} timed sessions: warm-up round {statistics.median(warmups):.1f} ms, rounds and shipments "
+          f"{statistics.median(totals):.1f} ms (medians)")
+    print("the trials' rounds, us per call, by place modulo the cycle: "
+          + ", ".join(f"{statistics.median(per_call[g]):.2f}" for g in sorted(per_call)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("windows", type=Path, help="the file $FLASHINFER_BENCH_WINDOWS_FILE named")
+    parser.add_argument("windows", type=Path, nargs="+", help="files $FLASHINFER_BENCH_WINDOWS_FILE named")
+    parser.add_argument("--cycle", type=int, help="summarise sessions instead, grouped by place modulo this")
     args = parser.parse_args()
-    lines = [json.loads(line) for line in args.windows.read_text().splitlines() if line.strip()]
+    files = [[json.loads(line) for line in path.read_text().splitlines() if line.strip()] for path in args.windows]
+    if args.cycle:
+        print_sessions(files, args.cycle)
+        return
+    lines = [session for found in files for session in found]
     print(f"{'calls in a round':>16} {'sessions':>9} {'least window (median)':>22} {'spread: median, most':>21}")
     for calls, sessions in by_round_size(lines).items():
         least = statistics.median(low for low, _ in sessions)
