@@ -188,7 +188,7 @@ class Harness:
         the work from the shortest, judge/replayed.py); a sample is a round's time per call, the harness's own
         device work in it included (the judge takes out its own measure of that work). The last warm-up round's end
         tells the judge that replays follow."""
-        slot.reserve(max(len(seeds), replay.shipped_most_calls) * total_bytes(self.layouts))
+        slot.reserve(max(len(seeds), replay.shipped_reserved_calls) * total_bytes(self.layouts))
         timed, replayed = replays
         pending = deque(seeds)
         kept: list[tuple[Any, ...]] = []

@@ -32,15 +32,26 @@ import torch
 
 from flashinfer_bench.bench.calling import take_values
 from flashinfer_bench.bench.inputs import InputPlan
-from flashinfer_bench.bench.slot import TensorLayout, from_bytes, raw_bytes, total_bytes
+from flashinfer_bench.bench.slot import TensorLayout, from_bytes, output_layouts, raw_bytes, total_bytes
 from flashinfer_bench.timing.graph import capture
 
-#: A graph holds at most this many calls (``graph_sizes``).
+#: A graph holds at most this many calls (``graph_sizes``). Capturing costs a worker about 1.7 ms a graph and
+#: 0.1 ms a call: on an H100 a session's capture of 64 calls took 8.6 ms, of 32 calls 5.3-6.3 ms, while 1,024-call
+#: rounds of 4 Ki-element calls took 3.52 us a call from 64-call graphs and 3.72 from 32-call ones
+#: (benchmarks/capture_costs.py). With 32-call graphs the README's example had its honest torch sampler's claim not
+#: believed in 2 of 4 runs, never in the runs recorded with 64 (docs/measurements.md, sixteenth session; the cause
+#: was not found), so graphs stay at 64 calls.
 GRAPH_MOST_CALLS = 64
 #: A shipment of a replayed round's picked calls carries at most this many calls' outputs (the judge picks about 16
 #: a round, judge/replayed.py: more than 64 has a chance of about 1e-18), so the buffer they go through holds this
 #: many, not a whole ring's.
 SHIPPED_MOST_CALLS = 64
+#: A worker page-locks its buffer ahead for a shipment of this many calls' outputs (harness.py
+#: ``Harness._time_replayed``), further only where a shipment needs it (slot.py ``Slot.write``): a round's picks are
+#: about 16 (33 or more about once in 2,700 rounds), and locking for ``SHIPPED_MOST_CALLS`` calls of 2 MB
+#: outputs took a worker 67.5 ms on an H100 host, for 32 calls 30.1 ms (benchmarks/worker_phases.py,
+#: docs/measurements.md).
+SHIPPED_RESERVED_CALLS = 32
 #: A ring's rows are padded to a multiple of this many bytes (an int64), copied as words from the stage.
 ROW_WORD = 8
 #: How many replays are timed of a graph of the harness's own work (``harness_device_ms``): the cheapest counts
@@ -95,6 +106,11 @@ class ReplayShape:
     def shipped_most_calls(self) -> int:
         """The most calls whose outputs one shipment of a replayed round's picks carries."""
         return min(self.most_calls, SHIPPED_MOST_CALLS)
+
+    @property
+    def shipped_reserved_calls(self) -> int:
+        """The calls whose outputs a worker's buffer is page-locked for ahead (``SHIPPED_RESERVED_CALLS``)."""
+        return min(self.most_calls, SHIPPED_RESERVED_CALLS)
 
 
 class ReplayedCalls:
@@ -236,3 +252,33 @@ def harness_device_ms(plan: InputPlan, layouts: list[TensorLayout], calls: int, 
         after.record()
     marks[-1][1].synchronize()
     return min(before.elapsed_time(after) for before, after in marks) / size
+
+
+#: What ``warm_up`` replays: two float32 inputs and one output of a few elements.
+_WARM_DEFINITION = {"name": "warm_up", "op_type": "elementwise", "axes": {"n": {"type": "const", "value": 64}},
+                    "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "y": {"shape": ["n"], "dtype": "float32"}},
+                    "outputs": {"out": {"shape": ["n"], "dtype": "float32"}}, "reference": "def run(x, y):\n    ..."}
+
+
+def warm_up(device: str) -> None:
+    """Capture and replay a tiny round of each kind (outputs copied through a stage into the ring; outputs written
+    in place), so that the kernels every replayed round launches and CUDA's graph machinery are loaded in a judge
+    before its first item, not in that item's sessions (CUDA loads a kernel's module on its first launch)."""
+    from flashinfer_bench.data import Definition, Workload
+
+    definition = Definition.model_validate(_WARM_DEFINITION)
+    workload = Workload(uuid="warm_up", axes={}, inputs={})
+    plan = InputPlan(definition, workload, device, None)
+    for destination_passing in (False, True):
+        _warm_round(plan, output_layouts(definition, workload), destination_passing)
+
+
+def _warm_round(plan: InputPlan, layouts: list[TensorLayout], destination_passing: bool) -> None:
+    """One tiny replayed round of a call that copies its first input into its output (``warm_up``)."""
+    inputs = plan.draw(0)
+    out = torch.zeros(layouts[0].shape, dtype=layouts[0].dtype, device=plan.device)
+    replayed = ReplayedCalls(plan, inputs, lambda: out.copy_(inputs[0]), lambda: (out,), layouts,
+                             2 * GRAPH_MOST_CALLS, destinations=(out,) if destination_passing else ())
+    replayed.run(0, 4)
+    replayed.wait()
+    replayed.replay_ms()

@@ -179,3 +179,17 @@ def test_a_slow_solution_whose_calls_cannot_be_captured_has_no_warm_up_once_a_se
     assert NOT_REPLAYED_NOTE in first.log and "calls planned per session" not in first.log
     assert NOT_REPLAYED_NOTE not in later.log
     assert "timing: 0 warm-up and 5 timed calls planned per session (configured: 2 and 5)" in later.log
+
+
+def test_the_warm_up_replays_both_kinds_of_round_and_keeps_no_memory():
+    """The judge's warm-up (bench/replay.py ``warm_up``, run as a judge starts) captures and replays its
+    tiny rounds, and lets go of their graphs, rings and inputs: nothing it allocated stays held."""
+    from flashinfer_bench.bench.replay import warm_up
+
+    gc.collect()
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    warm_up("cuda:0")
+    gc.collect()
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_allocated() == before

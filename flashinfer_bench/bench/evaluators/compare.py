@@ -93,3 +93,14 @@ def all_zero(outputs: tuple[Any, ...]) -> bool:
     """Whether every tensor among one call's outputs holds only zeros (and there is at least one)."""
     tensors = [value for value in outputs if isinstance(value, torch.Tensor)]
     return bool(tensors) and all(not bool(tensor.any()) for tensor in tensors)
+
+
+def warm_up(device: str) -> None:
+    """Compare a few rows of each common output dtype once (a finite pair and one holding an infinity), so that CUDA
+    loads the comparisons' kernels in a judge before its first item rather than in it (a kernel's module is loaded
+    on its first launch)."""
+    for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int64):
+        rows = torch.ones((2, 4), dtype=dtype, device=device)
+        row_errors(rows, rows.clone(), 1e-3, 1e-3)
+    finite = torch.ones((1, 4), device=device)
+    row_errors(finite, torch.full_like(finite, math.inf), 1e-3, 1e-3)

@@ -18,6 +18,7 @@ from multiprocessing.reduction import recv_handle
 from typing import Any
 
 from flashinfer_bench.bench.capture import capture_fds
+from flashinfer_bench.bench.evaluators.compare import warm_up as warm_comparisons
 from flashinfer_bench.bench.judge.calibration import calibrate
 from flashinfer_bench.bench.judge.clock import ClockFloor, calling_process
 from flashinfer_bench.bench.judge.context import EvaluationContext
@@ -34,6 +35,7 @@ from flashinfer_bench.bench.process_setup import (
     prepare_device,
     profiled,
 )
+from flashinfer_bench.bench.replay import warm_up as warm_replays
 from flashinfer_bench.bench.wire import parent_judge as protocol
 from flashinfer_bench.bench.wire.failures import CallFailed
 from flashinfer_bench.bench.wire.judge_worker import Built, Load, Ready, Stop, WorkerChannel, WorkerGone
@@ -99,6 +101,13 @@ class Judge:
 
     def serve(self) -> None:
         prepare_device(self.device)
+        if self.device != "cpu":
+            # What the judge's first item would load otherwise (CUDA loads a kernel's module on its first launch):
+            # its replayed sessions' kernels and graph machinery (the reference's, its measures of the harness),
+            # and its comparisons'. Not in a spare worker: spares start while items are timed, and device work beside
+            # a timed session can lengthen its rounds (runner/device_slot.py ``QUIET_CALIBRATION_WAIT_S``).
+            warm_replays(self.device)
+            warm_comparisons(self.device)
         self.conn.send((protocol.READY, describe_environment(self.device)))
         while True:
             tag, payload = self.conn.recv()

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.windows import Round
-from flashinfer_bench.bench.replay import GRAPH_MOST_CALLS, SHIPPED_MOST_CALLS, ReplayShape
+from flashinfer_bench.bench.replay import SHIPPED_MOST_CALLS, ReplayShape
 from flashinfer_bench.bench.seeds import SeedStream
 from flashinfer_bench.bench.slot import total_bytes
 
@@ -44,13 +44,15 @@ REPLAYED_PLAUSIBLE_FRACTION, REPLAYED_MARGIN_MS = 0.9, 0.001
 #: (docs/measurements.md, twelfth session).
 REPLAYED_FIRST_CALLS, REPLAYED_ROUNDS = 16, 5
 REPLAYED_ROUND_MS, REPLAYED_MOST_CALLS = 8.0, 1024
-#: Where the reference's own calls took at most this long each (timed by the judge, so known before any of the
-#: solution's timed calls), the first round holds a whole graph's calls (bench/replay.py ``GRAPH_MOST_CALLS``, so at
-#: most about a quarter of ``REPLAYED_ROUND_MS`` at the reference's pace) and the worker captures that one graph, not
-#: a 16-call one beside it: a worker's captures of 4 Ki-element calls on an H100 fell from 11-20 ms a session to
-#: 6-10 ms (benchmarks/worker_phases.py, docs/measurements.md). A solution much slower than its reference pays for its
-#: one long first round; the rounds after it are sized on its own windows as ever (``next_round_calls``).
-SHORT_CALL_MS = REPLAYED_ROUND_MS / 4 / GRAPH_MOST_CALLS
+#: Where the reference's own calls took at most ``SHORT_CALL_MS`` each (timed by the judge, so known before any of
+#: the solution's timed calls), the first round holds this many calls, whole graphs of them (bench/replay.py
+#: ``GRAPH_MOST_CALLS``, so at most about a quarter of ``REPLAYED_ROUND_MS`` at the reference's pace), and the worker
+#: captures that one graph, not a 16-call one beside it: a worker's captures of 4 Ki-element calls on an H100 fell
+#: from 11-20 ms a session to 6-10 ms (benchmarks/worker_phases.py, docs/measurements.md). A solution much slower
+#: than its reference pays for its one long first round; the rounds after it are sized on its own windows as ever
+#: (``next_round_calls``). Fewer calls would weigh the exchange's noise more in the round that sizes the next.
+SHORT_FIRST_CALLS = 64
+SHORT_CALL_MS = REPLAYED_ROUND_MS / 4 / SHORT_FIRST_CALLS
 #: A replayed session may time several trials (``num_trials``, evaluators/evaluator.py): its first this many rounds
 #: (the short first and the one sized on it) are no trial's, then one round per trial, each trial's latency its
 #: round's sample; the judge clocks and checks all of them together (judge/schedule.py ``TimedSchedule.latencies``).
@@ -104,10 +106,10 @@ def replay_shape(ctx: EvaluationContext, warmup: int, probability: float, trials
 
 
 def first_round_calls(reference_call_ms: float | None) -> int:
-    """The calls of a session's first replayed round: a graph's where the reference's calls are short
+    """The calls of a session's first replayed round: ``SHORT_FIRST_CALLS`` where the reference's calls are short
     (``SHORT_CALL_MS``), else ``REPLAYED_FIRST_CALLS``."""
     if reference_call_ms is not None and 0.0 < reference_call_ms <= SHORT_CALL_MS:
-        return GRAPH_MOST_CALLS
+        return SHORT_FIRST_CALLS
     return REPLAYED_FIRST_CALLS
 
 

@@ -140,31 +140,37 @@ def test_a_replayed_rounds_ring_holds_more_outputs_than_a_round_of_single_calls_
     assert most_calls_shipped(SimpleNamespace(round_limit=10, replay=None)) == 10
 
 
-def test_the_first_round_is_a_whole_graph_only_where_the_judge_timed_the_reference_s_calls_as_short():
+def test_the_first_round_is_whole_graphs_only_where_the_judge_timed_the_reference_s_calls_as_short():
     """The worker captures one graph (GRAPH_MOST_CALLS calls), not two, where the reference's calls take at most
-    SHORT_CALL_MS; a reference not timed, or slower, keeps the 16-call first round; a round limit below a graph
-    (sampling's 16, or large outputs) holds."""
+    SHORT_CALL_MS: the first round is SHORT_FIRST_CALLS calls, replays of that graph; a reference not timed, or
+    slower, keeps the 16-call first round; a round limit below a graph (sampling's 16, or large outputs) holds."""
     from types import SimpleNamespace
 
     import torch
 
-    from flashinfer_bench.bench.judge.replayed import REPLAYED_FIRST_CALLS, SHORT_CALL_MS, replay_shape
+    from flashinfer_bench.bench.judge.replayed import (
+        REPLAYED_FIRST_CALLS,
+        SHORT_CALL_MS,
+        SHORT_FIRST_CALLS,
+        replay_shape,
+    )
     from flashinfer_bench.bench.replay import GRAPH_MOST_CALLS
     from flashinfer_bench.bench.slot import TensorLayout
 
-    assert SHORT_CALL_MS * GRAPH_MOST_CALLS <= REPLAYED_ROUND_MS / 4
+    assert SHORT_CALL_MS * SHORT_FIRST_CALLS <= REPLAYED_ROUND_MS / 4 and SHORT_FIRST_CALLS % GRAPH_MOST_CALLS == 0
     small = SimpleNamespace(input_plan=SimpleNamespace(replay_obstacle=None),
                             output_layouts=[TensorLayout("out", torch.float32, (4096,))])
     short = replay_shape(small, warmup=1, probability=0.125, trials=3, reference_call_ms=0.004)
-    assert short is not None and short.first_calls == GRAPH_MOST_CALLS and short.captured_ahead == [64]
+    assert short is not None and short.first_calls == SHORT_FIRST_CALLS
+    assert short.captured_ahead == [GRAPH_MOST_CALLS]
     for reference_ms in (None, 0.0, 2 * SHORT_CALL_MS):
         shape = replay_shape(small, warmup=1, probability=0.125, trials=3, reference_call_ms=reference_ms)
         assert shape is not None and shape.first_calls == REPLAYED_FIRST_CALLS
-        assert shape.captured_ahead == [16, 64]
+        assert shape.captured_ahead == [REPLAYED_FIRST_CALLS, GRAPH_MOST_CALLS]
     sampled = replay_shape(small, warmup=1, probability=1.0, reference_call_ms=0.004)
     assert sampled is not None and sampled.first_calls == sampled.most_calls == REPLAYED_ROUND_PICKS
     assert sampled.captured_ahead == [REPLAYED_ROUND_PICKS]
-    # 32 MB outputs: the ring holds 16 calls, so no round holds a graph of 64.
+    # 32 MB outputs: the ring holds 16 calls, so no round holds a whole graph.
     large = SimpleNamespace(input_plan=SimpleNamespace(replay_obstacle=None),
                             output_layouts=[TensorLayout("out", torch.float32, (8 << 20,))])
     limited = replay_shape(large, warmup=1, probability=0.125, reference_call_ms=0.004)
