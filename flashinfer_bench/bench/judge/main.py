@@ -8,6 +8,7 @@ breaks the protocol costs its item, never the judge's state, so isolated runs ke
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import traceback
@@ -46,6 +47,8 @@ from flashinfer_bench.bench.wire.parent_judge import (
     WorkOutcome,
 )
 from flashinfer_bench.data import EvaluationStatus
+
+logger = logging.getLogger(__name__)
 
 #: Baselines are kept for a whole group of workloads (bench/runner/grouping.py), oldest out first; they hold every
 #: trial's inputs and outputs, so for the gigabyte-sized weights of some MoE definitions fewer are kept.
@@ -106,8 +109,11 @@ class Judge:
             # its replayed sessions' kernels and graph machinery (the reference's, its measures of the harness),
             # and its comparisons'. Not in a spare worker: spares start while items are timed, and device work beside
             # a timed session can lengthen its rounds (runner/device_slot.py ``QUIET_CALIBRATION_WAIT_S``).
-            warm_replays(self.device)
-            warm_comparisons(self.device)
+            try:
+                warm_replays(self.device)
+                warm_comparisons(self.device)
+            except Exception:  # noqa: BLE001 - only a head start: the first item loads what this could not
+                logger.warning("the judge's warm-up of its kernels failed", exc_info=True)
         self.conn.send((protocol.READY, describe_environment(self.device)))
         while True:
             tag, payload = self.conn.recv()
