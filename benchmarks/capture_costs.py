@@ -36,13 +36,11 @@ def session(plan: InputPlan, layouts: list, destination_passing: bool, graph_cal
     n = layouts[0].shape[0]
     inputs = plan.draw(0)
     out = torch.empty(n, device=plan.device)
+    latest = [out]  # the latest call's output
     if destination_passing:
         def call() -> None:
             torch.add(inputs[1], inputs[0], alpha=2, out=out)
-        latest = [out]
     else:
-        latest = [out]
-
         def call() -> None:
             latest[0] = torch.add(inputs[1], inputs[0], alpha=2)
     rows = max(1, min(REPLAYED_MOST_CALLS, REPLAYED_KEPT_BYTES // total_bytes(layouts)))
