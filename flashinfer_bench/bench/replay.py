@@ -268,9 +268,9 @@ def warm_up(device: str) -> None:
 
     definition = Definition.model_validate(_WARM_DEFINITION)
     workload = Workload(uuid="warm_up", axes={}, inputs={})
-    plan = InputPlan(definition, workload, device, None)
+    plan, layouts = InputPlan(definition, workload, device, None), output_layouts(definition, workload)
     for destination_passing in (False, True):
-        _warm_round(plan, output_layouts(definition, workload), destination_passing)
+        _warm_round(plan, layouts, destination_passing)
 
 
 def _warm_round(plan: InputPlan, layouts: list[TensorLayout], destination_passing: bool) -> None:
