@@ -203,8 +203,10 @@ class Harness:
             begun += 1
             if not pending:
                 torch.cuda.synchronize(self.device)
-                self._answer(exchange.ran(begun, True, replay=begun == warmup), kept.__getitem__, reported,
-                             exchange, slot)
+                picked = exchange.ran(begun, True, replay=begun == warmup)
+                if picked:
+                    self._ship([kept[index - reported] for index in picked], slot)
+                    exchange.shipped(picked)
                 kept.clear()
                 reported = begun
         samples: list[float] = []
@@ -216,16 +218,14 @@ class Harness:
             replayed.run(round_seeds[0], len(round_seeds))
             replayed.wait()
             first, begun = begun, begun + len(round_seeds)
-            self._answer(exchange.ran(begun, bool(left)), replayed.kept, first, exchange, slot)
+            picked = exchange.ran(begun, bool(left))
+            if picked:  # the rows gathered on the device, a copy to the host per piece, not per call and output
+                offset = 0
+                for piece in replayed.shipped([index - first for index in picked]):
+                    offset = slot.write(offset, [piece])
+                exchange.shipped(picked)
             samples.append(replayed.replay_ms())
         return TimingClaim(samples, CUDA_EVENTS, [], WARM, True)
-
-    def _answer(self, picked: list[int], kept: Callable[[int], tuple[Any, ...]], first: int, exchange: Exchange,
-                slot: Slot) -> None:
-        """Ship the picked calls' kept outputs (``kept(i)``: call ``first + i``'s), if any were picked."""
-        if picked:
-            self._ship([kept(index - first) for index in picked], slot)
-            exchange.shipped(picked)
 
     def _time_each(self, iterations: int, warmup: int, seeds: Sequence[int], exchange: Exchange,
                    slot: Slot, keep_outputs: bool) -> TimingClaim:

@@ -54,6 +54,12 @@ SHIPPED_MOST_CALLS = 64
 SHIPPED_RESERVED_CALLS = 32
 #: A ring's rows are padded to a multiple of this many bytes (an int64), copied as words from the stage.
 ROW_WORD = 8
+#: A shipment's rows are gathered on the device into pieces of at most this many bytes (a row larger than that is
+#: a piece of its own), each copied to the host at once (``ReplayedCalls.shipped``). Copied call by call and output
+#: by output, a shipment took about 0.045 ms more per call shipped, 0.9-1.2 ms for the usual 16 picks of 4 Ki-512
+#: Ki-element calls on an H100 host; gathered, 0.55-0.75 ms whatever the picks (docs/measurements.md, seventeenth
+#: session). The pieces bound the device memory a shipment adds.
+SHIPPED_PIECE_BYTES = 8 << 20
 #: How many replays are timed of a graph of the harness's own work (``harness_device_ms``): the cheapest counts
 #: (the first ones may run while the device's clocks rise).
 HARNESS_REPLAYS = 8
@@ -226,6 +232,18 @@ class ReplayedCalls:
     def kept(self, row: int) -> tuple[torch.Tensor, ...]:
         """The outputs the ring holds in ``row`` (the round's call of that index), as tensors of their layouts."""
         return tuple(from_bytes(self.ring[row, :self.row_bytes], self.layouts))
+
+    def shipped(self, rows: Sequence[int]) -> list[torch.Tensor]:
+        """The outputs the ring holds in ``rows``, one row's bytes after another (as a shipment lays them out), in
+        pieces of at most ``SHIPPED_PIECE_BYTES`` gathered on the device (one row where a row is larger)."""
+        outputs = self.ring[:, :self.row_bytes]
+        per_piece = max(1, SHIPPED_PIECE_BYTES // max(self.row_bytes, 1))
+        pieces = []
+        for first in range(0, len(rows), per_piece):
+            group = list(rows[first:first + per_piece])
+            pieces.append(outputs[group[0]] if len(group) == 1 else
+                          outputs.index_select(0, torch.tensor(group, dtype=torch.int64).to(self.device)))
+        return pieces
 
 
 def harness_device_ms(plan: InputPlan, layouts: list[TensorLayout], calls: int, ring_rows: int,

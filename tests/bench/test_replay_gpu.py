@@ -7,7 +7,7 @@ import pytest
 import torch
 from helpers import SCALE_ADD, python_solution, write_trace_set
 
-from flashinfer_bench.bench import Benchmark, BenchmarkConfig
+from flashinfer_bench.bench import Benchmark, BenchmarkConfig, replay
 from flashinfer_bench.bench.inputs import DrawAt, InputPlan
 from flashinfer_bench.bench.judge.replayed import NOT_REPLAYED_NOTE
 from flashinfer_bench.bench.replay import GRAPH_MOST_CALLS, ReplayedCalls, graph_sizes
@@ -59,6 +59,29 @@ def test_each_replayed_call_gets_the_inputs_the_judge_draws_for_its_place_and_ke
     assert len(seen) == 2 * calls
     with pytest.raises(ValueError, match="rows of its ring"):
         replayed.run(13, 2 * calls)
+
+
+@pytest.mark.parametrize("piece_rows", [1, 3, 64])
+def test_a_shipment_holds_the_picked_rows_bytes_one_call_after_another_in_pieces(monkeypatch, piece_rows):
+    """A shipment's rows are gathered in pieces of at most SHIPPED_PIECE_BYTES (a row of its own where one is
+    larger): their bytes, one piece after another, are the picked calls' kept outputs in the order picked (rows of
+    3001 * 11 bytes, not whole words)."""
+    workload = Workload(uuid="w", axes={"n": 3001}, inputs={})
+    plan = InputPlan(MIXED, workload, "cuda", None)
+    inputs = plan.draw(7)
+    layouts = [TensorLayout(name, t.dtype, tuple(t.shape)) for name, t in zip(MIXED.inputs, inputs, strict=True)]
+    replayed = ReplayedCalls(plan, inputs, lambda: None, lambda: inputs, layouts, ring_rows=100)
+    row_bytes = 3001 * 11
+    monkeypatch.setattr(replay, "SHIPPED_PIECE_BYTES", piece_rows * row_bytes - 1)
+    replayed.run(3, 100)
+    replayed.wait()
+    picked = [97, 4, 5, 60, 0, 99, 31]
+    pieces = replayed.shipped(picked)
+    per_piece = max(1, piece_rows - 1)
+    assert len(pieces) == -(-len(picked) // per_piece)
+    shipped = torch.cat([piece.reshape(-1) for piece in pieces]).cpu()
+    expected = torch.cat([as_bytes(t) for row in picked for t in replayed.kept(row)]).cpu()
+    assert shipped.numel() == len(picked) * row_bytes and torch.equal(shipped, expected)
 
 
 @pytest.mark.parametrize("calls", [6, 2 * GRAPH_MOST_CALLS])

@@ -15,8 +15,8 @@ from flashinfer_bench.bench.judge.calibration import calibrate, zero_filling_cal
 from flashinfer_bench.bench.judge.clock import ClockFloor
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.replayed import (
-    later_round_calls,
     less_harness,
+    next_round_calls,
     replay_shape,
     replayed_round_seeds,
     trial_rounds,
@@ -30,6 +30,7 @@ from flashinfer_bench.bench.judge.solution import (
     read_call_result,
     read_outputs,
 )
+from flashinfer_bench.bench.judge.windows import Round
 from flashinfer_bench.bench.slot import Slot
 from flashinfer_bench.bench.wire.claims import TimingClaim
 from flashinfer_bench.bench.wire.failures import failure_of
@@ -99,7 +100,13 @@ class LocalSolution(SolutionHandle):
 class UncheckedSchedule:
     """A timing loop's schedule for a trusted callee (the reference): a fresh seed for every call, all of a
     session's planned calls in one round (where they are replayed, bench/replay.py: the warm-up calls, then rounds
-    as a TimedSchedule hands them out, sized for the planned calls alone), no call picked, no clock kept."""
+    sized as a TimedSchedule sizes a solution's, on this process's clock: ``next_round_calls``), no call picked.
+
+    The rounds are as long as a solution's so that the two sides of a speed-up are timed alike. Sized for the
+    planned calls alone, the reference's were 64 calls (about 0.3 ms) where a solution's of 4 Ki-element calls were
+    1,024 (4-8 ms), and its own code as a solution was recorded at 1.2-1.7x over it on a quiet H100 (about 1.0x
+    with the GPU kept busy by another process): a short round after the device idled pays its start-up spread over
+    few calls (docs/measurements.md, seventeenth session)."""
 
     picks_calls = False
 
@@ -107,12 +114,14 @@ class UncheckedSchedule:
                  trials: int = 1) -> None:
         self.ctx, self.issued = ctx, 0
         self.stream = ctx.seed_stream(*purpose)
-        self.warmup, self.calls = warmup, warmup + iterations
+        self.warmup, self.calls, self.planned = warmup, warmup + iterations, iterations * trials
         self.round_limit = max(1, self.calls)
         self.replay = replay_shape(ctx, warmup, 0.0, trials)
         self.trials = trials
-        #: The replayed rounds' calls after the first (sized for the planned calls alone: no clock is kept).
-        self.later_calls = later_round_calls(self.replay, iterations * trials, None) if self.replay is not None else 0
+        #: The replayed rounds so far on this process's clock (no exchange: the callee runs here), and the one
+        #: under way: its calls and when it was handed out.
+        self.rounds: list[Round] = []
+        self.open_round, self.opened_at = 0, 0.0
 
     replayed = False
 
@@ -122,6 +131,10 @@ class UncheckedSchedule:
     def on_ran(self, count: int, replay: bool = False, sent: Sent | None = None) -> list[int]:
         if count == self.warmup and not replay:
             self.replay = None  # calls one at a time: the rest in one round
+        if self.open_round:
+            wall_ms = (time.perf_counter() - self.opened_at) * 1e3
+            self.rounds.append(Round(count - self.open_round, self.open_round, wall_ms, 0.0, True))
+            self.open_round = 0
         return []
 
     def on_shipped(self, outputs: Sequence[tuple[torch.Tensor, ...]], indices: Sequence[int], asked_at: float,
@@ -144,7 +157,8 @@ class UncheckedSchedule:
         elif first < self.warmup:
             size = self.warmup - first
         else:
-            size = self.replay.first_calls if first == self.warmup else self.later_calls
+            size = next_round_calls(self.replay, self.planned, self.rounds, 0.0, self.trials)
+            self.open_round, self.opened_at = size, time.perf_counter()
         self.issued += size
         if self.replay is not None and first >= self.warmup:
             return replayed_round_seeds(self.stream, first, size)
@@ -160,6 +174,7 @@ class UncheckedSchedule:
         inflated), else one."""
         if self.replay is None:
             return [samples_ms]
-        harness = self.ctx.replay_harness_ms(max(self.replay.first_calls, self.later_calls), ring_rows=0)
+        harness = self.ctx.replay_harness_ms(max((r.calls for r in self.rounds), default=self.replay.first_calls),
+                                             ring_rows=0)
         net = less_harness(samples_ms, harness)
         return [[net[i] for i in rounds] for rounds in trial_rounds(len(net), self.trials)]

@@ -2,6 +2,7 @@
 runs is run here in-process by LocalSolution)."""
 
 import dataclasses
+import math
 import weakref
 
 import pytest
@@ -588,6 +589,7 @@ def test_the_references_replayed_trials_are_its_rounds_less_the_harnesss_draws(m
     from flashinfer_bench.bench import replay as replays
     from flashinfer_bench.bench.judge import context as contexts
     from flashinfer_bench.bench.judge.local import UncheckedSchedule
+    from flashinfer_bench.bench.judge.windows import Round
     from flashinfer_bench.bench.replay import ReplayShape, graph_sizes
 
     measured = []
@@ -596,9 +598,39 @@ def test_the_references_replayed_trials_are_its_rounds_less_the_harnesss_draws(m
                         lambda plan, layouts, size, ring_rows, dps: measured.append((ring_rows, size)) or 0.002)
     schedule = UncheckedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("reference", 0), 10, 50, trials=3)
     assert schedule.replay is None and schedule.trial_samples([0.5, 0.7]) == [[0.5, 0.7]]  # the CPU: one trial
-    schedule.replay, schedule.later_calls = ReplayShape(16, 1024, 5), 64
+    schedule.replay = ReplayShape(16, 1024, 5)
+    schedule.rounds = [Round(10, 16, 0.2, 0.0, True), *[Round(26 + 64 * k, 64, 0.5, 0.0, True) for k in range(4)]]
     trials = schedule.trial_samples([0.009, 0.007, 0.005, 0.006, 0.0021])
     assert [t for [t] in trials] == pytest.approx([0.003, 0.004, 0.0001]) and measured == [(0, graph_sizes(64)[0])]
+
+
+def test_the_references_replayed_rounds_are_sized_on_its_own_clock_as_a_solutions_are(monkeypatch):
+    """The reference's rounds after the first are sized for REPLAYED_ROUND_MS at its least time per call so far (the
+    ramp's for its share of it), as a solution's, not for the planned calls alone: its 50 calls of 3 trials would
+    make rounds of 64 calls, where a solution's of the same calls hold 1,024."""
+    from flashinfer_bench.bench.judge import local
+    from flashinfer_bench.bench.judge.local import UncheckedSchedule
+    from flashinfer_bench.bench.judge.replayed import RAMP_ROUNDS, RAMP_SIZING_SHARE, REPLAYED_ROUND_MS
+    from flashinfer_bench.bench.replay import ReplayShape
+
+    now = [0.0]
+    monkeypatch.setattr(local.time, "perf_counter", lambda: now[0])
+    per_call_ms = 0.01  # the ramp's round then holds 512 calls, the trials' 1,024
+    schedule = UncheckedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("reference", 0), 10, 50, trials=3)
+    schedule.replay = ReplayShape(16, 1024, RAMP_ROUNDS + 3)
+    assert len(schedule.opening_round()) == 10
+    schedule.on_ran(10, replay=True)
+    sizes, ended = [], 10
+    for _ in range(schedule.replay.rounds):
+        seeds = schedule.next_round()
+        sizes.append(len(seeds))
+        now[0] += len(seeds) * per_call_ms / 1e3
+        ended += len(seeds)
+        schedule.on_ran(ended)
+    ramp = 2 ** math.ceil(math.log2(RAMP_SIZING_SHARE * REPLAYED_ROUND_MS / per_call_ms))
+    assert sizes == [16, ramp, 1024, 1024, 1024]
+    assert [r.calls for r in schedule.rounds] == sizes
+    assert [r.wall_ms for r in schedule.rounds] == pytest.approx([n * per_call_ms for n in sizes])
 
 
 def test_a_session_asked_to_replay_whose_calls_were_made_one_at_a_time_says_so_in_the_log():
