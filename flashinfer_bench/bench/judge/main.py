@@ -173,16 +173,23 @@ class Judge:
 
         ctx = EvaluationContext(item.definition, item.workload, item.config, self.device, item.trace_set_root,
                                 item.secret, item.solution.spec.destination_passing_style)
-        if self.calibrates and self.worker_is_fresh:  # no solution code has run in this worker yet
+        fresh, self.worker_is_fresh = self.worker_is_fresh, False
+        if self.calibrates and fresh:  # no solution code has run in this worker yet
             self.load(worker, item, log_path, calibration=True)
             noop = RemoteSolution(ctx, worker, slots, None, self.worker_pid)
             self.floor, self.floor_measured_at = calibrate(ctx, noop), time.monotonic()
-        self.worker_is_fresh = False
+        try:
+            evaluator = load_evaluator(item.evaluator)
+            if fresh:
+                with phase(REFERENCE):
+                    self.time_references(evaluator, item)
+        except Exception:  # noqa: BLE001 - the reference or the workload is broken, not the solution
+            return WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log="reference failed:\n" + traceback.format_exc(),
+                               retire_judge=not device_is_healthy(self.device))
         with phase(BUILD):
             self.load(worker, item, log_path, calibration=False)
         self.conn.send((protocol.BUILT, None))
         try:
-            evaluator = load_evaluator(item.evaluator)
             with phase(REFERENCE):
                 baseline = self.baseline(evaluator, ctx, item)
         except Exception:  # noqa: BLE001 - the reference or the workload is broken, not the solution
@@ -190,7 +197,7 @@ class Judge:
                                retire_judge=not device_is_healthy(self.device))
         if item.reference is not None:
             baseline.reference_timing = item.reference
-        self.conn.send((protocol.BASELINE, baseline.reference_timing))
+        self.conn.send((protocol.BASELINE, (item.workload.uuid, baseline.reference_timing)))
         assert self.floor is not None  # the first worker attached was fresh, and calibrated above
         solution = RemoteSolution(ctx, worker, slots, self.floor, self.worker_pid, self.facts_of(item))
         try:
@@ -224,6 +231,26 @@ class Judge:
         finally:
             os.close(log_fd)
         worker.receive(Built)
+
+    def time_references(self, evaluator: Any, item: WorkItem) -> None:
+        """Build the baselines (the reference's timing included) of the item's workload and the rest of its group
+        (``WorkItem.group``) that this judge does not hold yet, before the item's solution is loaded: no solution
+        code has run in the attached worker, and where the item's reference is not known the parent let no other
+        worker that ran some live on (runner/device_slot.py), so nothing but the reference has work on the device
+        while it is timed (docs/security.md). Each timing goes to the parent. A workload other than the item's whose
+        reference fails is left to its own item."""
+        for workload in {w.uuid: w for w in (*item.group, item.workload)}.values():
+            own = workload.uuid == item.workload.uuid
+            member = item if own else replace(item, workload=workload, reference=None)
+            ctx = EvaluationContext(item.definition, workload, item.config, self.device, item.trace_set_root,
+                                    item.secret, item.solution.spec.destination_passing_style)
+            try:
+                baseline = self.baseline(evaluator, ctx, member)
+            except Exception:
+                if own:
+                    raise
+                continue
+            self.conn.send((protocol.BASELINE, (workload.uuid, member.reference or baseline.reference_timing)))
 
     def facts_of(self, item: WorkItem) -> SolutionFacts:
         """What this judge learnt of the item's solution code so far (a new record for code it has not seen)."""

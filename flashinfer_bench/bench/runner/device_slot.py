@@ -7,7 +7,8 @@ solution; isolated mode retires it after each item. Either way the next worker h
 items before it ran (``SPARE_WORKERS`` of them), so neither a crash nor isolation waits on a whole process
 start-up, and the judge (with its baselines) stays. Nor does the next item wait for a retired worker to be gone
 (its namespace taken down, its CUDA context destroyed): that happens in the background, and only an item of the
-same solution waits for it, since the retired worker's build is moved into the cache once it has exited.
+same solution waits for it, since the retired worker's build is moved into the cache once it has exited, and an
+item whose reference the judge is to time waits for its processes to be gone (``DeviceSlot.run``).
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import reduce
 from pathlib import Path
 from typing import Any
 
 from flashinfer_bench.bench.runner.process import JudgeProcess, WorkerProcess, WorkerStartError
 from flashinfer_bench.bench.runner.worker_view import policy_for
-from flashinfer_bench.bench.wire.parent_judge import ReferenceTiming, WorkItem, WorkOutcome
+from flashinfer_bench.bench.wire.parent_judge import OnBaseline, WorkItem, WorkOutcome
 from flashinfer_bench.bench.worker.sandbox import SandboxPolicy
 from flashinfer_bench.data import Solution
 
@@ -47,16 +48,21 @@ class Retirement:
 
     def __init__(self, worker: WorkerProcess, built: Solution | None, key: tuple[str, str] | None) -> None:
         self.key = key
+        #: Set once the worker's processes are gone (its device work with them), before its build is moved.
+        self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._kill, args=(worker, built), daemon=True,
                                        name=f"fib-retire-{worker.device}")
         self.thread.start()
 
-    @staticmethod
-    def _kill(worker: WorkerProcess, built: Solution | None) -> None:
+    def _kill(self, worker: WorkerProcess, built: Solution | None) -> None:
         try:
-            worker.kill(built=built)
+            worker.stop()
+            self.stopped.set()
+            worker.clean_up(built)
         except Exception:  # noqa: BLE001 - a worker that could not be stopped cleanly must not end the run
             logger.exception("stopping a retired worker failed")
+        finally:
+            self.stopped.set()
 
     def wait(self) -> None:
         self.thread.join()
@@ -141,13 +147,20 @@ class DeviceSlot:
         return self.last_isolation
 
     def run(self, item: WorkItem, log_path: str, timeout: float,
-            on_baseline: Callable[[ReferenceTiming | None], None]) -> tuple[WorkOutcome, dict[str, Any]]:
-        """Evaluate one item on this device; returns the outcome and the environment it ran in."""
+            on_baseline: OnBaseline) -> tuple[WorkOutcome, dict[str, Any]]:
+        """Evaluate one item on this device; returns the outcome and the environment it ran in. Where the judge is to
+        time the item's reference (not known yet: ``WorkItem.reference``), no worker that ran solution code is left
+        on the device first, the active one retired and every retired one stopped: the judge times the references
+        before the item's solution is loaded (judge/main.py ``Judge.time_references``), and a solution's code left
+        running could otherwise share the device with them and slow them down, its speed-up up (docs/security.md)."""
         judge, environment = self._ready_judge()
         self._show(policy_for(self.policy, item))
-        if self.active is not None and self.active_key != item.solution_key:
+        times_reference = item.profile_baseline and item.reference is None
+        if self.active is not None and (self.active_key != item.solution_key or times_reference):
             self._retire_active()
         self._wait_retired(item.solution_key)
+        if times_reference:
+            self._wait_stopped()
         worker = self._attached_worker(judge)
         self.active_solution, self.active_key = item.solution, item.solution_key
         outcome = judge.evaluate(item, worker, log_path, timeout, on_baseline)
@@ -193,6 +206,13 @@ class DeviceSlot:
                 retirement.wait()
         with self._retiring_lock:
             self.retiring = [r for r in self.retiring if r.thread.is_alive()]
+
+    def _wait_stopped(self) -> None:
+        """Until every retired worker's processes are gone (their builds may still be moving)."""
+        with self._retiring_lock:
+            retirements = list(self.retiring)
+        for retirement in retirements:
+            retirement.stopped.wait()
 
     def close(self) -> None:
         if self.judge is not None:

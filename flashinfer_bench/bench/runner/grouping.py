@@ -1,8 +1,9 @@
 """How a run's evaluations are grouped for the devices.
 
 A group is one definition's selected solutions over a block of its workloads, in solution-major order
-(every workload of the block for the first solution, then for the next). A group goes to one device, whose
-judge draws each workload's inputs and runs its reference once and keeps those baselines for the whole group,
+(every workload of the block for the first solution, then for the next); each item names the block
+(``WorkItem.group``). A group goes to one device, whose judge draws each workload's inputs and runs and times its
+reference once, all of the block's before the first solution is loaded, and keeps those baselines for the group,
 while each solution runs in a worker of its own: a worker never runs code of two solutions
 (docs/security.md), and solution-major order needs one worker per solution per group, not one per item.
 A block holds at most ``MAX_WORKLOADS_PER_GROUP`` workloads whose baselines together fit what a judge keeps
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from flashinfer_bench.bench.slot import input_layouts, output_layouts, total_bytes
 from flashinfer_bench.bench.wire.parent_judge import BASELINE_BYTES_KEPT, MAX_WORKLOADS_PER_GROUP, WorkItem
@@ -82,6 +84,7 @@ def group_items(items: Iterable[WorkItem], devices: int = 1) -> list[list[WorkIt
     for definition, block in spread(blocks, devices):
         definition_items = by_definition[definition.name]
         solutions = dict.fromkeys(solution for solution, _ in definition_items)
-        groups.append([definition_items[key] for solution in solutions for workload in block
+        group = tuple(block)
+        groups.append([replace(definition_items[key], group=group) for solution in solutions for workload in block
                        if (key := (solution, workload.uuid)) in definition_items])
     return groups

@@ -13,7 +13,6 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from multiprocessing.connection import Connection, wait
 from multiprocessing.reduction import send_handle
@@ -25,7 +24,7 @@ from flashinfer_bench.bench.runner.cgroups import WorkerCgroup
 from flashinfer_bench.bench.runner.server import process_context
 from flashinfer_bench.bench.wire import parent_judge as protocol
 from flashinfer_bench.bench.wire.judge_worker import CHANNEL_CLOSED
-from flashinfer_bench.bench.wire.parent_judge import ReferenceTiming, WorkItem, WorkOutcome
+from flashinfer_bench.bench.wire.parent_judge import OnBaseline, WorkItem, WorkOutcome
 from flashinfer_bench.bench.worker.main import worker_build_root, worker_main
 from flashinfer_bench.bench.worker.sandbox import SandboxPolicy, terminate_sandboxed
 from flashinfer_bench.compile import promote_entry
@@ -126,15 +125,22 @@ class WorkerProcess:
         return conn
 
     def kill(self, built: Solution | None = None) -> None:
-        """Stop the worker and everything it started (``Process.kill`` would leave a solution's processes);
-        then move what it built for ``built``, the one solution it ran, into the build cache, and remove its
-        scratch directory (compile.cache.promote_entry says why the move is safe)."""
+        """``stop``, then ``clean_up``."""
+        self.stop()
+        self.clean_up(built)
+
+    def stop(self) -> None:
+        """Stop the worker and everything it started (``Process.kill`` would leave a solution's processes)."""
         if self.process.is_alive():
             terminate_sandboxed(self.process.pid)
         self.process.join(timeout=5)
         if self.judge_end is not None:
             self.judge_end.close()
             self.judge_end = None
+
+    def clean_up(self, built: Solution | None = None) -> None:
+        """Once the worker is gone: move what it built for ``built``, the one solution it ran, into the build cache,
+        and remove its scratch directory (compile.cache.promote_entry says why the move is safe)."""
         if not self.process.is_alive():
             if built is not None:
                 with contextlib.suppress(OSError):
@@ -198,8 +204,10 @@ class JudgeProcess:
             self.conn.send((protocol.DETACH, None))
 
     def evaluate(self, item: WorkItem, worker: WorkerProcess, log_path: str, timeout: float,
-                 on_baseline: Callable[[ReferenceTiming | None], None]) -> WorkOutcome:
-        """Run one item. A death or a hang of the worker is a verdict (RUNTIME_ERROR / TIMEOUT), never an exception."""
+                 on_baseline: OnBaseline) -> WorkOutcome:
+        """Run one item. A death or a hang of the worker is a verdict (RUNTIME_ERROR / TIMEOUT), never an exception.
+        The build's deadline starts again at each reference the judge times before it loads the solution (the
+        item's group's, judge/main.py ``Judge.time_references``): those are the judge's work, not the build's."""
         worker.stage(item)
         # The worker's current directory is not the parent's: it reads blobs below an absolute root.
         item = replace(item, trace_set_root=os.path.abspath(item.trace_set_root or "."))
@@ -220,7 +228,9 @@ class JudgeProcess:
                     built = True
                     deadline = time.monotonic() + timeout
                 elif tag == protocol.BASELINE:
-                    on_baseline(payload)
+                    on_baseline(*payload)
+                    if not built:
+                        deadline = time.monotonic() + building
                 elif tag == protocol.RESULT:
                     worker.items_done += 1
                     outcome = self._with_exit(payload, worker)

@@ -94,7 +94,8 @@ class ProcessRunner(Runner):
         item = self.state.prepare(item)
         log_path = os.path.join(self._log_dir, f"{slot.device.replace(':', '_')}-{threading.get_ident()}.log")
         outcome, environment = slot.run(item, log_path, self.timeout_seconds,
-                                        lambda timing: self.state.references.learn(item, timing))
+                                        lambda uuid, timing: self.state.references.learn(
+                                            (item.definition.name, uuid), timing))
         self._announce(slot.isolation())
         verdict = Verdict(item, outcome, environment, take_captured(log_path))
         with self._lock:

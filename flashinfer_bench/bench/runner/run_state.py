@@ -25,10 +25,11 @@ class ReferenceTimings:
             known = self._known.get(item.workload_key)
         return replace(item, reference=known) if known is not None else item
 
-    def learn(self, item: WorkItem, timing: ReferenceTiming | None) -> None:
+    def learn(self, workload_key: tuple[str, str], timing: ReferenceTiming | None) -> None:
+        """The reference's timing on the workload of this ``WorkItem.workload_key``, unless one is known already."""
         if timing is not None:
             with self._lock:
-                self._known.setdefault(item.workload_key, timing)
+                self._known.setdefault(workload_key, timing)
 
 
 @dataclass

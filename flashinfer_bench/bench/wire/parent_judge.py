@@ -5,6 +5,7 @@ Workers (where solution code runs) never see these: a judge talks to its worker 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,11 @@ class ReferenceTiming:
     conditions: dict[str, Any] = field(default_factory=dict)
 
 
+#: What the parent does with a judge's BASELINE message: the workload's uuid (of the item's definition) and the
+#: reference's timing there (None where it was not timed).
+OnBaseline = Callable[[str, ReferenceTiming | None], None]
+
+
 @dataclass(frozen=True)
 class WorkItem:
     """One (solution, workload) evaluation, self-contained so that any fresh worker can carry it out."""
@@ -45,6 +51,11 @@ class WorkItem:
     reference: ReferenceTiming | None = None
     #: The run's secret, from which the judge derives every input seed; it never reaches a worker.
     secret: int = 0
+    #: The workloads of the item's group (bench/runner/grouping.py), its own among them: a judge times the
+    #: references of all of them before it loads the group's first solution (judge/main.py
+    #: ``Judge.time_references``), so that no solution code is there to share the device with a reference's timing.
+    #: Empty: the item's workload alone.
+    group: tuple[Workload, ...] = ()
 
     @property
     def workload_key(self) -> tuple[str, str]:
@@ -99,7 +110,7 @@ READY = "ready"  # payload: environment dict {"hardware": str, "libs": {...}}
 WORKER_READY = "worker_ready"  # payload: (how the worker is isolated, one line; whether the judge calibrates on it)
 WORKER_FAILED = "worker_failed"  # payload: why the attached worker did not start
 BUILT = "built"  # the solution is built; the evaluation's timeout starts now
-BASELINE = "baseline"  # payload: ReferenceTiming (or None), sent before the solution runs
+BASELINE = "baseline"  # payload: (workload uuid, ReferenceTiming or None), for each workload whose baseline it built
 RESULT = "result"  # payload: WorkOutcome
 # parent -> judge
 ATTACH = "attach"  # payload: the worker's pid (its waiter's); then the fd of the judge's end of its channel

@@ -48,7 +48,12 @@ def test_groups_are_solution_major_within_a_block_of_one_definition():
     first = [(i.solution.name, i.workload.axes["n"]) for i in groups[0]]
     assert first == [("a", n) for n in range(1, MAX_WORKLOADS_PER_GROUP + 1)] + [
         ("b", n) for n in range(1, MAX_WORKLOADS_PER_GROUP + 1)]
-    assert sorted(id(i) for g in groups for i in g) == sorted(id(i) for i in items)  # nothing lost or repeated
+    key = lambda i: (i.solution.name, i.workload.uuid)  # noqa: E731
+    assert sorted(key(i) for g in groups for i in g) == sorted(key(i) for i in items)  # nothing lost or repeated
+    # each item names its group's workloads, whose references the judge times before the first solution loads
+    assert [[w.uuid for w in i.group] for g in groups for i in g] == [
+        [w.uuid for w in workloads[:MAX_WORKLOADS_PER_GROUP]]] * (2 * MAX_WORKLOADS_PER_GROUP) + [
+        [w.uuid for w in workloads[MAX_WORKLOADS_PER_GROUP:]]] * 4
 
 
 def test_fewer_groups_than_devices_are_halved_until_each_device_has_one():

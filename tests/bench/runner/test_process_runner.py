@@ -145,21 +145,21 @@ def test_a_retired_worker_stops_in_the_background_but_its_solutions_next_item_wa
     """Persistent: solution b's item starts while a's retired worker is still being stopped. Isolated: the next
     item of the same solution starts only once its retired worker is gone (and its build moved into the cache)."""
     events = []
-    kill, evaluate = WorkerProcess.kill, JudgeProcess.evaluate
+    clean_up, evaluate = WorkerProcess.clean_up, JudgeProcess.evaluate
 
-    def slow_kill(self, built=None):
+    def slow_clean_up(self, built=None):
         if built is not None:  # a retired (or, at the end, the active) worker; spares have built nothing
             time.sleep(0.5)
-            kill(self, built)
+            clean_up(self, built)
             events.append(("stopped", built.name))
         else:
-            kill(self, built)
+            clean_up(self, built)
 
     def logged_evaluate(self, item, *args, **kwargs):
         events.append(("evaluating", item.solution.name))
         return evaluate(self, item, *args, **kwargs)
 
-    monkeypatch.setattr(WorkerProcess, "kill", slow_kill)
+    monkeypatch.setattr(WorkerProcess, "clean_up", slow_clean_up)
     monkeypatch.setattr(JudgeProcess, "evaluate", logged_evaluate)
     solutions = {"a": PRINT_PID, "b": PRINT_PID} if factory is persistent_runner else {"a": PRINT_PID}
     trace_set = TraceSet.from_path(scale_add_set(tmp_path, solutions, sizes=(8,) if len(solutions) == 2 else (8, 16)))
@@ -399,7 +399,7 @@ def test_a_worker_gone_before_its_judge_s_word_gets_the_judge_s_verdict_where_th
 
     answering = threading.Thread(target=judge_answers)
     answering.start()
-    outcome = judge.evaluate(item, worker, os.devnull, 10.0, lambda timing: None)
+    outcome = judge.evaluate(item, worker, os.devnull, 10.0, lambda uuid, timing: None)
     answering.join()
     for fd in (gone_read, *judge_alive):
         os.close(fd)

@@ -36,11 +36,15 @@ def evaluate(slot: DeviceSlot, item: WorkItem, index: int, log_path: str, timeou
     from flashinfer_bench.bench.runner.ray.protocol import ItemReport
 
     item = references.fill(item)
-    measured: list[ReferenceTiming] = []
-    outcome, environment = slot.run(item, log_path, timeout,
-                                    lambda timing: measured.append(timing) if timing is not None else None)
-    reference = measured[0] if measured else None
-    references.learn(item, reference)
+    measured: dict[str, ReferenceTiming] = {}
+
+    def on_baseline(uuid: str, timing: ReferenceTiming | None) -> None:
+        references.learn((item.definition.name, uuid), timing)
+        if timing is not None:
+            measured.setdefault(uuid, timing)
+
+    outcome, environment = slot.run(item, log_path, timeout, on_baseline)
+    reference = measured.get(item.workload.uuid)
     return ItemReport(index, outcome, environment, take_captured(log_path), reference, slot.isolation())
 
 

@@ -262,7 +262,7 @@ class RayRunner(Runner):
         with self._lock:
             if self._stopping:
                 return
-            self.state.references.learn(item, report.reference)
+            self.state.references.learn(item.workload_key, report.reference)
             self.evaluations_by_node[host.node.node_id] += 1
             on_verdict(Verdict(item, report.outcome, report.environment, report.captured_output))
 
