@@ -16,7 +16,8 @@ import json
 import tempfile
 from pathlib import Path
 
-REFERENCE = "import torch\ndef run(x, y):\n    return x * 2 + y\n"
+from reference_parity import REFERENCE, make_trace_set
+
 #: The reference's code, behind a thread that sleeps on the device (about 1 ms at a time) until the first call.
 KEEPS_THE_GPU_BUSY = '''import threading
 import torch
@@ -46,25 +47,6 @@ def run(x, y):
 SIZES = (4096, 1 << 20)
 
 
-def make_trace_set(root: Path, source: str) -> Path:
-    definition = {"name": "scale_add", "op_type": "elementwise", "axes": {"n": {"type": "var"}},
-                  "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "y": {"shape": ["n"], "dtype": "float32"}},
-                  "outputs": {"out": {"shape": ["n"], "dtype": "float32"}}, "reference": REFERENCE}
-    solution = {"name": "submitted", "definition": "scale_add", "author": "bench",
-                "spec": {"language": "python", "target_hardware": ["cuda", "cpu"], "entry_point": "main.py::run",
-                         "destination_passing_style": False},
-                "sources": [{"path": "main.py", "content": source}]}
-    for folder, name, text in (("definitions", "scale_add.json", json.dumps(definition)),
-                               ("solutions", "submitted.json", json.dumps(solution))):
-        (root / folder).mkdir(parents=True, exist_ok=True)
-        (root / folder / name).write_text(text)
-    lines = [json.dumps({"definition": "scale_add", "solution": None, "evaluation": None,
-                         "workload": {"uuid": f"n{n}", "axes": {"n": n}, "inputs": {}}}) for n in SIZES]
-    (root / "workloads").mkdir()
-    (root / "workloads" / "scale_add.jsonl").write_text("\n".join(lines) + "\n")
-    return root
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2, help="runs of each kind, alternated")
@@ -77,7 +59,7 @@ def main() -> None:
     print(f"{'run':>8} {'n':>9} {'status':>8} {'solution us':>12} {'reference us':>13} {'speed-up':>9}")
     for _ in range(args.repeat):
         for kind, source in (("honest", REFERENCE), ("hostile", KEEPS_THE_GPU_BUSY)):
-            root = make_trace_set(Path(tempfile.mkdtemp(prefix="fib-interference-")), source)
+            root = make_trace_set(Path(tempfile.mkdtemp(prefix="fib-interference-")), SIZES, source)
             result = Benchmark(TraceSet.from_path(root), BenchmarkConfig.default()).run_all(save_results=False)
             for trace in sorted(result.traces["scale_add"], key=lambda t: t.workload.axes["n"]):
                 perf = trace.evaluation.performance

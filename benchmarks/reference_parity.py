@@ -15,26 +15,28 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 REFERENCE = "import torch\ndef run(x, y):\n    return x * 2 + y\n"
 
 
-def make_trace_set(root: Path, workloads: int) -> Path:
+def make_trace_set(root: Path, sizes: Sequence[int], source: str = REFERENCE) -> Path:
+    """The definition with workloads of these ``sizes`` and one value-returning solution of ``source`` (by default
+    the reference's own code; benchmarks/reference_interference.py gives another)."""
     definition = {"name": "scale_add", "op_type": "elementwise", "axes": {"n": {"type": "var"}},
                   "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "y": {"shape": ["n"], "dtype": "float32"}},
                   "outputs": {"out": {"shape": ["n"], "dtype": "float32"}}, "reference": REFERENCE}
     solution = {"name": "reference_as_solution", "definition": "scale_add", "author": "bench",
                 "spec": {"language": "python", "target_hardware": ["cuda", "cpu"], "entry_point": "main.py::run",
                          "destination_passing_style": False},
-                "sources": [{"path": "main.py", "content": REFERENCE}]}
+                "sources": [{"path": "main.py", "content": source}]}
     for folder, name, text in (("definitions", "scale_add.json", json.dumps(definition)),
                                ("solutions", "reference_as_solution.json", json.dumps(solution))):
         (root / folder).mkdir(parents=True, exist_ok=True)
         (root / folder / name).write_text(text)
     lines = [json.dumps({"definition": "scale_add", "solution": None, "evaluation": None,
-                         "workload": {"uuid": f"n{4096 * 4 ** i}", "axes": {"n": 4096 * 4 ** i}, "inputs": {}}})
-             for i in range(workloads)]
+                         "workload": {"uuid": f"n{n}", "axes": {"n": n}, "inputs": {}}}) for n in sizes]
     (root / "workloads").mkdir()
     (root / "workloads" / "scale_add.jsonl").write_text("\n".join(lines) + "\n")
     return root
@@ -48,7 +50,7 @@ def main() -> None:
     from flashinfer_bench.bench import Benchmark, BenchmarkConfig
     from flashinfer_bench.data import TraceSet
 
-    root = make_trace_set(Path(tempfile.mkdtemp(prefix="fib-parity-")), args.workloads)
+    root = make_trace_set(Path(tempfile.mkdtemp(prefix="fib-parity-")), [4096 * 4 ** i for i in range(args.workloads)])
     result = Benchmark(TraceSet.from_path(root), BenchmarkConfig.default()).run_all(save_results=False)
     rows = []
     for trace in sorted(result.traces["scale_add"], key=lambda t: t.workload.axes["n"]):

@@ -15,30 +15,46 @@ from flashinfer_bench.bench.runner import persistent_runner
 from flashinfer_bench.bench.runner.process import JudgeProcess
 from flashinfer_bench.data import TraceSet
 
-#: Says so in the item's log as its module is imported (the solution's code first runs then), and prints a number
-#: drawn once per worker process with each call.
-ANNOUNCES_ITS_IMPORT = ("import builtins, os\n"
-                        "print('imported', flush=True)\n"
-                        "if not hasattr(builtins, 'process_token'):\n"
-                        "    builtins.process_token = int.from_bytes(os.urandom(6), 'big')\n"
-                        "def run(x, y):\n    print('pid', builtins.process_token)\n    return x * 2 + y\n")
+#: Prints a number drawn once per worker process with each call.
+PRINTS_ITS_WORKER = ("import builtins, os\n"
+                     "if not hasattr(builtins, 'process_token'):\n"
+                     "    builtins.process_token = int.from_bytes(os.urandom(6), 'big')\n"
+                     "def run(x, y):\n    print('pid', builtins.process_token)\n    return x * 2 + y\n")
 CONFIG = BenchmarkConfig(iterations=3, warmup_runs=1, num_trials=2, timeout_seconds=30)
 
 
-def run_recording_baselines(tmp_path: Path, monkeypatch, split: int | None = None) -> tuple[list, list]:
-    """Runs the one solution over four workloads (one group, or two of ``split`` and the rest); returns, per
-    BASELINE message, (the item's workload, the message's workload, whether the solution had been imported in the
-    item's log by then), and the verdicts."""
-    trace_set = TraceSet.from_path(scale_add_set(tmp_path, {"s": ANNOUNCES_ITS_IMPORT}, sizes=(8, 16, 32, 64)))
-    baselines, evaluate = [], JudgeProcess.evaluate
+class RecordingChannel:
+    """The parent's end of a judge's channel, noting each message's tag (and a BASELINE's workload) as it is read:
+    the judge sends BUILT once the worker has loaded (imported) the solution, so a BASELINE read before it was sent
+    before the solution's code ran."""
 
-    def recording(self, item, worker, log_path, timeout, on_baseline):
-        def on(uuid, timing):
-            imported = "imported" in Path(log_path).read_text() if Path(log_path).exists() else False
-            baselines.append((item.workload.uuid, uuid, imported))
-            on_baseline(uuid, timing)
+    def __init__(self, conn, item: str, messages: list) -> None:
+        self.conn, self.item, self.messages = conn, item, messages
 
-        return evaluate(self, item, worker, log_path, timeout, on)
+    def fileno(self) -> int:
+        return self.conn.fileno()
+
+    def send(self, message) -> None:
+        self.conn.send(message)
+
+    def recv(self):
+        tag, payload = self.conn.recv()
+        self.messages.append((self.item, tag, payload[0] if tag == "baseline" else None))
+        return tag, payload
+
+
+def run_recording_messages(tmp_path: Path, monkeypatch, split: int | None = None) -> tuple[list, list]:
+    """Runs the one solution over four workloads (one group, or two: the first ``split`` and the rest); returns the
+    judge's messages to the parent, as (item's workload, tag, BASELINE's workload), and the verdicts."""
+    trace_set = TraceSet.from_path(scale_add_set(tmp_path, {"s": PRINTS_ITS_WORKER}, sizes=(8, 16, 32, 64)))
+    messages, evaluate = [], JudgeProcess.evaluate
+
+    def recording(self, item, *args, **kwargs):
+        conn, self.conn = self.conn, RecordingChannel(self.conn, item.workload.uuid, messages)
+        try:
+            return evaluate(self, item, *args, **kwargs)
+        finally:
+            self.conn = conn
 
     monkeypatch.setattr(JudgeProcess, "evaluate", recording)
     runner = persistent_runner(["cpu"], timeout_seconds=30)
@@ -54,7 +70,20 @@ def run_recording_baselines(tmp_path: Path, monkeypatch, split: int | None = Non
 
     with runner:
         runner.run([group], record)
-    return baselines, verdicts
+    return messages, verdicts
+
+
+def timed_before_built(messages: list) -> dict[str, str]:
+    """For each workload, the item whose evaluation brought its first BASELINE, where that came before the item's
+    BUILT (the reference timed before the solution was loaded)."""
+    first: dict[str, str] = {}
+    built: set[str] = set()
+    for item, tag, workload in messages:
+        if tag == "built":
+            built.add(item)
+        elif tag == "baseline" and workload not in first and item not in built:
+            first[workload] = item
+    return first
 
 
 def worker_of(verdict) -> int:
@@ -62,22 +91,17 @@ def worker_of(verdict) -> int:
 
 
 def test_a_groups_references_are_timed_before_its_solution_is_loaded_and_its_worker_kept(tmp_path, monkeypatch):
-    baselines, verdicts = run_recording_baselines(tmp_path, monkeypatch)
+    messages, verdicts = run_recording_messages(tmp_path, monkeypatch)
     assert all(v.outcome.status.value == "PASSED" for v in verdicts)
-    first_items = {uuid: (item, imported) for item, uuid, imported in reversed(baselines)}
-    assert sorted(first_items) == ["w16", "w32", "w64", "w8"]
-    # every reference was timed in the first item, before the solution's module was imported
-    assert all(item == "w8" and not imported for item, imported in first_items.values())
+    # every reference was timed in the first item, before the solution was loaded
+    assert timed_before_built(messages) == {"w8": "w8", "w16": "w8", "w32": "w8", "w64": "w8"}
     assert len({worker_of(v) for v in verdicts}) == 1  # known references: the worker stays for the group
 
 
 def test_a_later_group_of_the_same_solution_gets_a_fresh_worker_before_its_references_are_timed(tmp_path,
                                                                                                  monkeypatch):
-    baselines, verdicts = run_recording_baselines(tmp_path, monkeypatch, split=2)
+    messages, verdicts = run_recording_messages(tmp_path, monkeypatch, split=2)
     assert all(v.outcome.status.value == "PASSED" for v in verdicts)
-    first = {}
-    for item, uuid, imported in baselines:
-        first.setdefault(uuid, (item, imported))
-    assert first == {"w8": ("w8", False), "w16": ("w8", False), "w32": ("w32", False), "w64": ("w32", False)}
+    assert timed_before_built(messages) == {"w8": "w8", "w16": "w8", "w32": "w32", "w64": "w32"}
     workers = {v.item.workload.uuid: worker_of(v) for v in verdicts}
     assert workers["w8"] == workers["w16"] != workers["w32"] == workers["w64"]
