@@ -32,7 +32,7 @@ import torch
 
 from flashinfer_bench.bench.calling import take_values
 from flashinfer_bench.bench.inputs import InputPlan
-from flashinfer_bench.bench.slot import TensorLayout, from_bytes, output_layouts, raw_bytes, total_bytes
+from flashinfer_bench.bench.slot import TensorLayout, output_layouts, raw_bytes, total_bytes
 from flashinfer_bench.timing.graph import capture
 
 #: A graph holds at most this many calls (``graph_sizes``). Capturing costs a worker about 1.7 ms a graph and
@@ -123,7 +123,7 @@ class ReplayedCalls:
     """Captured graphs of calls of ``call`` (which calls with ``inputs``, a list whose tensors each call's fresh
     draw is swapped into), one per graph size a round needs (``graph_sizes``); with ``outputs`` (the latest call's
     outputs, of ``layouts``), each call's outputs go into its row of a ring of ``ring_rows`` rows
-    (``kept``), shared by the graphs: a round of at most ``ring_rows`` calls keeps them all. A ring of more rows
+    (``shipped``), shared by the graphs: a round of at most ``ring_rows`` calls keeps them all. A ring of more rows
     than a graph's calls is filled through a stage (``staged_ring``; ``staged`` says otherwise, for the judge's
     own measure of a worker's harness, ``harness_device_ms``). ``destinations``: the buffers a destination-passing
     call writes its outputs into, pointed at the call's row before each call (``in_place``), so that those outputs
@@ -228,10 +228,6 @@ class ReplayedCalls:
     def replay_ms(self) -> float:
         """The latest round's time per call (once it has ended)."""
         return self.start.elapsed_time(self.end) / self.round_calls
-
-    def kept(self, row: int) -> tuple[torch.Tensor, ...]:
-        """The outputs the ring holds in ``row`` (the round's call of that index), as tensors of their layouts."""
-        return tuple(from_bytes(self.ring[row, :self.row_bytes], self.layouts))
 
     def shipped(self, rows: Sequence[int]) -> list[torch.Tensor]:
         """The outputs the ring holds in ``rows``, one row's bytes after another (as a shipment lays them out), in

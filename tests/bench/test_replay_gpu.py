@@ -11,7 +11,7 @@ from flashinfer_bench.bench import Benchmark, BenchmarkConfig, replay
 from flashinfer_bench.bench.inputs import DrawAt, InputPlan
 from flashinfer_bench.bench.judge.replayed import NOT_REPLAYED_NOTE
 from flashinfer_bench.bench.replay import GRAPH_MOST_CALLS, ReplayedCalls, graph_sizes
-from flashinfer_bench.bench.slot import TensorLayout
+from flashinfer_bench.bench.slot import TensorLayout, from_bytes
 from flashinfer_bench.data import Definition, TraceSet, Workload
 from flashinfer_bench.timing.graph import GraphCaptureFailed
 
@@ -29,6 +29,12 @@ MIXED = Definition.model_validate({
 
 def as_bytes(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.reshape(-1).view(torch.uint8)
+
+
+def kept(replayed: ReplayedCalls, row: int) -> list[torch.Tensor]:
+    """The outputs the ring holds in ``row`` (the round's call of that index), as tensors of their layouts: a
+    shipment of that one row."""
+    return from_bytes(replayed.shipped([row])[0], replayed.layouts)
 
 
 @pytest.mark.parametrize("n", [3000, 3001])
@@ -53,8 +59,8 @@ def test_each_replayed_call_gets_the_inputs_the_judge_draws_for_its_place_and_ke
         assert replayed.replay_ms() > 0
         for row in range(calls):
             drawn = judge.draw(DrawAt(seed, row))
-            assert all(torch.equal(as_bytes(a), as_bytes(b)) for a, b in zip(replayed.kept(row), drawn, strict=True))
-            seen.add(bytes(replayed.kept(row)[0].cpu().numpy()))
+            assert all(torch.equal(as_bytes(a), as_bytes(b)) for a, b in zip(kept(replayed, row), drawn, strict=True))
+            seen.add(bytes(kept(replayed, row)[0].cpu().numpy()))
     assert sorted(replayed.graphs) == sorted(set(graph_sizes(calls)))
     assert len(seen) == 2 * calls
     with pytest.raises(ValueError, match="rows of its ring"):
@@ -80,7 +86,7 @@ def test_a_shipment_holds_the_picked_rows_bytes_one_call_after_another_in_pieces
     per_piece = max(1, piece_rows - 1)
     assert len(pieces) == -(-len(picked) // per_piece)
     shipped = torch.cat([piece.reshape(-1) for piece in pieces]).cpu()
-    expected = torch.cat([as_bytes(t) for row in picked for t in replayed.kept(row)]).cpu()
+    expected = torch.cat([as_bytes(t) for row in picked for t in kept(replayed, row)]).cpu()
     assert shipped.numel() == len(picked) * row_bytes and torch.equal(shipped, expected)
 
 
@@ -112,7 +118,7 @@ def test_a_destination_passing_calls_outputs_are_written_in_its_row_where_aligne
     assert tail.data_ptr() == own
     judge = InputPlan(MIXED, workload, "cuda", None)
     for row in range(calls):
-        kept_out, kept_flag, kept_tail = replayed.kept(row)
+        kept_out, kept_flag, kept_tail = kept(replayed, row)
         assert torch.equal(kept_out, judge.draw(DrawAt(5, row))[0] * 2)
         assert kept_flag.tolist() == [7, 7, 7] and kept_tail.tolist() == [1.5] * 4
 

@@ -184,8 +184,7 @@ class Judge:
                 with phase(REFERENCE):
                     self.time_references(evaluator, item)
         except Exception:  # noqa: BLE001 - the reference or the workload is broken, not the solution
-            return WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log="reference failed:\n" + traceback.format_exc(),
-                               retire_judge=not device_is_healthy(self.device))
+            return self.reference_failed()
         with phase(BUILD):
             self.load(worker, item, log_path, calibration=False)
         self.conn.send((protocol.BUILT, None))
@@ -193,8 +192,7 @@ class Judge:
             with phase(REFERENCE):
                 baseline = self.baseline(evaluator, ctx, item)
         except Exception:  # noqa: BLE001 - the reference or the workload is broken, not the solution
-            return WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log="reference failed:\n" + traceback.format_exc(),
-                               retire_judge=not device_is_healthy(self.device))
+            return self.reference_failed()
         if item.reference is not None:
             baseline.reference_timing = item.reference
         self.conn.send((protocol.BASELINE, (item.workload.uuid, baseline.reference_timing)))
@@ -231,6 +229,11 @@ class Judge:
         finally:
             os.close(log_fd)
         worker.receive(Built)
+
+    def reference_failed(self) -> WorkOutcome:
+        """The item's outcome where its reference (or workload) failed, with the exception being handled."""
+        return WorkOutcome(EvaluationStatus.RUNTIME_ERROR, log="reference failed:\n" + traceback.format_exc(),
+                           retire_judge=not device_is_healthy(self.device))
 
     def time_references(self, evaluator: Any, item: WorkItem) -> None:
         """Build the baselines (the reference's timing included) of the item's workload and the rest of its group
