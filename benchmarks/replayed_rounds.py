@@ -15,7 +15,10 @@ modulo N: ``harness_overhead.py`` evaluates each solution over its ``--workloads
 count groups them by workload.
 
     FLASHINFER_BENCH_WINDOWS_FILE=windows.jsonl python3 benchmarks/harness_overhead.py --runners persistent
-    python3 benchmarks/replayed_rounds.py windows.jsonl [more.jsonl ...] [--cycle 8]
+With ``--shipments`` it prints instead, per file, the median window of the shipments of the timed sessions'
+replayed rounds' picks, by how many calls a shipment carried (in fours).
+
+    python3 benchmarks/replayed_rounds.py windows.jsonl [more.jsonl ...] [--cycle 8 | --shipments]
 """
 
 from __future__ import annotations
@@ -69,12 +72,35 @@ def print_sessions(files: list[list[dict]], cycle: int) -> None:
           + ", ".join(f"{statistics.median(per_call[g]):.2f}" for g in sorted(per_call)))
 
 
+#: ``--shipments`` groups shipments by their calls in bins this wide.
+SHIPMENT_BIN = 4
+
+
+def print_shipments(name: str, lines: list[dict]) -> None:
+    """The ``--shipments`` summary of one file (see the module docstring)."""
+    bins: dict[int, list[float]] = defaultdict(list)
+    for session in lines:
+        replayed = [r for r in session["rounds"] if r[4]]
+        if session["purpose"] != "timed" or not replayed:
+            continue
+        for first, calls, wall_ms, *_ in session["shipments"]:  # (first index, calls, wall_ms, held_ms)
+            if first >= replayed[0][0]:
+                bins[calls // SHIPMENT_BIN * SHIPMENT_BIN].append(wall_ms)
+    print(f"{name}: " + ", ".join(f"{low}-{low + SHIPMENT_BIN - 1} calls {statistics.median(walls):.2f} ms "
+                                  f"({len(walls)})" for low, walls in sorted(bins.items())))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("windows", type=Path, nargs="+", help="files $FLASHINFER_BENCH_WINDOWS_FILE named")
     parser.add_argument("--cycle", type=int, help="summarise sessions instead, grouped by place modulo this")
+    parser.add_argument("--shipments", action="store_true", help="the replayed rounds' shipments instead, by size")
     args = parser.parse_args()
     files = [[json.loads(line) for line in path.read_text().splitlines() if line.strip()] for path in args.windows]
+    if args.shipments:
+        for path, lines in zip(args.windows, files, strict=True):
+            print_shipments(path.name, lines)
+        return
     if args.cycle:
         print_sessions(files, args.cycle)
         return

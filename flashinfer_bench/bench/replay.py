@@ -56,9 +56,10 @@ SHIPPED_RESERVED_CALLS = 32
 ROW_WORD = 8
 #: A shipment's rows are gathered on the device into pieces of at most this many bytes (a row larger than that is
 #: a piece of its own), each copied to the host at once (``ReplayedCalls.shipped``). Copied call by call and output
-#: by output, a shipment took about 0.045 ms more per call shipped, 0.9-1.2 ms for the usual 16 picks of 4 Ki-512
-#: Ki-element calls on an H100 host; gathered, 0.55-0.75 ms whatever the picks (docs/measurements.md, seventeenth
-#: session). The pieces bound the device memory a shipment adds.
+#: by output, a shipment of 4 Ki-512 Ki-element calls' outputs took 0.56-0.71 ms for 4-7 calls and 1.12-1.38 ms for
+#: 16-19 (about 16 are picked a round) on an H100 host; gathered, 0.52-0.77 ms whatever the picks (medians,
+#: benchmarks/replayed_rounds.py --shipments, docs/measurements.md, seventeenth session). The pieces bound the device
+#: memory a shipment adds.
 SHIPPED_PIECE_BYTES = 8 << 20
 #: How many replays are timed of a graph of the harness's own work (``harness_device_ms``): the cheapest counts
 #: (the first ones may run while the device's clocks rise).

@@ -66,3 +66,16 @@ def test_replayed_rounds_groups_sessions_by_round_size_leaving_out_the_first_rou
     assert rows[0] == ["64", "2", "1.50", "ms", "0.30,", "0.50", "ms"]
     assert rows[1] == ["256", "1", "4.00", "ms", "0.20,", "0.20", "ms"]
     assert len(rows) == 2  # the calibration's rounds are not a solution's
+
+
+def test_replayed_rounds_shipments_are_the_replayed_rounds_by_calls_shipped(tmp_path):
+    """``--shipments``: the median window per bin of four calls shipped, per file, leaving out the warm-up's
+    shipments (before the first replayed round) and other sessions than timed ones."""
+    rounds = [[0, 10, 5.0, 0.0, False], [10, 64, 1.0, 0.0, True], [74, 1024, 4.0, 0.0, True]]
+    timed = {"purpose": "timed", "held_scale": 0.0, "rounds": rounds,
+             "shipments": [[3, 2, 9.0, 0.0], [20, 5, 0.5, 0.0], [80, 6, 0.7, 0.0], [90, 17, 1.2, 0.0]]}
+    calibration = {**timed, "purpose": "calibration", "shipments": [[20, 5, 3.0, 0.0]]}
+    path = tmp_path / "windows.jsonl"
+    path.write_text("".join(json.dumps(s) + "\n" for s in (timed, calibration)))
+    assert run_script("replayed_rounds.py", str(path), "--shipments").strip() == (
+        "windows.jsonl: 4-7 calls 0.60 ms (2), 16-19 calls 1.20 ms (1)")
