@@ -76,18 +76,17 @@ def report() -> None:
     print("  loads (us): " + " ".join(f"{us:.0f}" for us in loads))
 
 
-def phased_worker(conn, device: str, scratch) -> None:
-    """worker/main.py's worker, unsandboxed, with its phases clocked; prints where its time went when it stops."""
+def clocked_phases() -> list[tuple[object, str, str | None]]:
+    """What ``phased_worker`` clocks: (owner, attribute, label: the attribute's name where None)."""
     import torch
 
     from flashinfer_bench.bench import harness, replay
     from flashinfer_bench.bench.calling import TimedCall
     from flashinfer_bench.bench.slot import Slot
-    from flashinfer_bench.bench.wire.judge_worker import JudgeChannel
     from flashinfer_bench.bench.worker.main import WireExchange, Worker
     from flashinfer_bench.timing import cupti_timer, lead_in
 
-    for owner, name, label in (
+    return [
         (harness.Harness, "time", None), (harness.Harness, "call", "harness call"), (harness.Harness, "inputs", None),
         (harness.Harness, "outputs", None), (harness, "kept_copy", None), (harness, "take_values", None), (harness, "modified_inputs", None),
         (harness, "clone_inputs", None), (WireExchange, "more", None), (WireExchange, "ran", None),
@@ -96,11 +95,20 @@ def phased_worker(conn, device: str, scratch) -> None:
         (cupti_timer._Session, "_buffer_completed", None), (cupti_timer, "bucket_iterations", None),
         (Worker, "load", None), (harness.Harness, "_replays", None), (Slot, "reserve", None),
         (Slot, "_pin_through", None), (replay.ReplayedCalls, "__init__", "ring"), (replay.ReplayedCalls, "graph", None),
-        (replay.ReplayedCalls, "run", None), (replay.ReplayedCalls, "wait", None), (harness.Harness, "_answer", None),
+        (replay.ReplayedCalls, "run", None), (replay.ReplayedCalls, "wait", None),
+        (replay.ReplayedCalls, "shipped", "gather"),
         (TimedCall, "__init__", "timed call"), (replay, "capture", None), (replay.ReplayedCalls, "_step", "step"),
         (torch.cuda, "empty_cache", None), (torch.cuda.CUDAGraph, "capture_begin", None),
         (torch.cuda.CUDAGraph, "capture_end", None), (torch.cuda.CUDAGraph, "replay", None),
-    ):
+    ]
+
+
+def phased_worker(conn, device: str, scratch) -> None:
+    """worker/main.py's worker, unsandboxed, with its phases clocked; prints where its time went when it stops."""
+    from flashinfer_bench.bench.wire.judge_worker import JudgeChannel
+    from flashinfer_bench.bench.worker.main import Worker
+
+    for owner, name, label in clocked_phases():
         timed_call_costs.clocked(owner, name, event_recorder(label or name))
     try:
         Worker(JudgeChannel(conn), device, scratch, scratch).serve("none (benchmark)")

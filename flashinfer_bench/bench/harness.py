@@ -95,6 +95,10 @@ class Harness:
     #: How long the solution's latest known call took: ``call``'s last, its work waited for, or the median sample of
     #: a session timed one call at a time (None: no call yet).
     latest_call_ms: float | None = None
+    #: A session timed one call at a time found the calls making more GPU activities than ``CUPTI_MOST_ACTIVITIES``
+    #: (in its traced warm-up) and took its samples with CUDA events: later sessions do so from the start, their
+    #: warm-up untraced (cupti-python 13.0 took about 50 us a record to count them, session after session).
+    many_activities: bool = False
 
     @cached_property
     def plan(self) -> InputPlan:
@@ -273,8 +277,11 @@ class Harness:
 
         long_calls = self.latest_call_ms is not None and self.latest_call_ms >= EVENTS_FROM_CALL_MS
         result = bench_gpu_time_detailed(timed.call, num_iters=iterations, dry_run_iters=warmup, device=self.device,
-                                         before_each=before_each, after_each=after_each, enable_cupti=not long_calls,
+                                         before_each=before_each, after_each=after_each,
+                                         enable_cupti=not (long_calls or self.many_activities),
                                          cupti_most_activities=CUPTI_MOST_ACTIVITIES)
+        if result.activities_per_call is not None and result.activities_per_call > CUPTI_MOST_ACTIVITIES:
+            self.many_activities = True
         if reported < begun:
             end_round()
         if result.samples_ms:

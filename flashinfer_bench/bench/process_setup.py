@@ -67,9 +67,10 @@ def prepare_device(device: str) -> None:
 
 def warm_harness_kernels(device: str) -> None:
     """Run once the kernels every evaluation launches (drawing inputs, copying them, comparing their bytes to
-    find the inputs a call wrote into, filling and copying outputs): CUDA loads a kernel's module on its first
-    launch, which would otherwise land in a new worker's first item (the byte comparison's alone: 43-54 ms on an
-    H100)."""
+    find the inputs a call wrote into, filling and copying outputs, gathering a replayed round's picked outputs):
+    CUDA loads a kernel's module on its first launch, which would otherwise land in a new worker's first item (the
+    byte comparison's alone: 43-54 ms on an H100; the gather's, bench/replay.py ``ReplayedCalls.shipped``, 43-57
+    ms)."""
     import torch
 
     from flashinfer_bench.bench.calling import clone_inputs, modified_inputs
@@ -82,7 +83,8 @@ def warm_harness_kernels(device: str) -> None:
         drawn.to(torch.float8_e4m3fn)
     for dtype in (torch.int32, torch.int64):
         torch.randint(0, 64, (16,), dtype=dtype, device=device, generator=generator)
-    torch.empty(16, dtype=torch.uint8, pin_memory=True).copy_(torch.zeros(16, dtype=torch.uint8, device=device))
+    rows = torch.zeros((2, 8), dtype=torch.uint8, device=device).index_select(0, torch.tensor([1, 0]).to(device))
+    torch.empty(16, dtype=torch.uint8, pin_memory=True).copy_(rows.view(-1))
 
 
 def device_is_healthy(device: str) -> bool:

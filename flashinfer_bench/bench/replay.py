@@ -24,6 +24,7 @@ values drawn), or a call that cannot be captured is timed one call at a time ins
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,7 @@ import torch
 from flashinfer_bench.bench.calling import take_values
 from flashinfer_bench.bench.inputs import InputPlan
 from flashinfer_bench.bench.slot import TensorLayout, output_layouts, raw_bytes, total_bytes
+from flashinfer_bench.bench.waiting import poll_until
 from flashinfer_bench.timing.graph import capture
 
 #: A graph holds at most this many calls (``graph_sizes``). Capturing costs a worker about 1.7 ms a graph and
@@ -64,6 +66,9 @@ SHIPPED_PIECE_BYTES = 8 << 20
 #: How many replays are timed of a graph of the harness's own work (``harness_device_ms``): the cheapest counts
 #: (the first ones may run while the device's clocks rise).
 HARNESS_REPLAYS = 8
+#: While a round is not due yet (``ReplayedCalls.wait``) its end is looked for this often: a round may end sooner
+#: than the least time per call so far makes it due (a first round's calls read up to twice the later ones').
+ROUND_LOOK_S = 2e-4
 
 
 def graph_sizes(calls: int) -> list[int]:
@@ -154,11 +159,14 @@ class ReplayedCalls:
         #: kernel each); ``rewind`` sets them back for a round.
         self.first_rows = torch.arange(GRAPH_MOST_CALLS, dtype=torch.int64, device=self.device)
         self.rows = self.first_rows.clone()
-        #: Events before and after the latest round; ``done`` is waited on asleep (``wait``).
+        #: Events before and after the latest round; ``done`` is waited on (``wait``).
         self.start, self.end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         self.done = torch.cuda.Event(blocking=True)
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.round_calls = 0
+        #: When the latest round was queued (``time.perf_counter``), and the least time per call of the rounds so
+        #: far (ms; None before the first has ended): when the latest round is due (``wait``).
+        self.queued_at, self.least_ms_per_call = 0.0, None
         #: What each call is made of (``_step``), kept as attributes, not in a closure over this object: a closure
         #: would make it a reference cycle, freed only by a garbage collection, whose finalizers (its graphs, ring
         #: and events) could then run in the middle of another harness's capture (timing/graph.py).
@@ -199,7 +207,7 @@ class ReplayedCalls:
             self.rewind()
             graph.replay()
             self.done.record()
-            self.wait()
+            self.done.synchronize()
             self.graphs[size] = graph
         return self.graphs[size]
 
@@ -209,6 +217,7 @@ class ReplayedCalls:
         if len(self.ring) and calls > len(self.ring):
             raise ValueError(f"a round of {calls} calls, more than the {len(self.ring)} rows of its ring")
         graphs = [self.graph(size) for size in graph_sizes(calls)]
+        self.queued_at = time.perf_counter()
         self.start.record()
         self.rewind()
         self.generator.manual_seed(seed)
@@ -223,8 +232,24 @@ class ReplayedCalls:
         self.rows.copy_(self.first_rows)
 
     def wait(self) -> None:
-        """Until the latest round has ended, asleep: no CPU taken from a busy host while the device works."""
-        self.done.synchronize()
+        """Until the latest round has ended: asleep (no CPU taken from a busy host while the device works), and
+        polling the device from shortly before the round is due at the least time per call so far (bench/waiting.py;
+        asleep throughout in the first round, whose length is not known)."""
+        least = self.least_ms_per_call
+        if least is None or not poll_until(self._ended, self.queued_at + self.round_calls * least / 1e3):
+            self.done.synchronize()
+        per_call = self.replay_ms()
+        self.least_ms_per_call = per_call if least is None else min(per_call, least)
+
+    def _ended(self, timeout: float) -> bool:
+        """Whether the latest round has ended, after sleeping up to ``timeout`` (``ROUND_LOOK_S`` at most) where
+        it has not."""
+        if self.done.query():
+            return True
+        if timeout > 0:
+            time.sleep(min(timeout, ROUND_LOOK_S))
+            return self.done.query()
+        return False
 
     def replay_ms(self) -> float:
         """The latest round's time per call (once it has ended)."""

@@ -314,7 +314,8 @@ def _time_cuda(
         notices.warn(drop, notes)
     return _finish(outcome, options, notes, method=sampler.method, dev=dev, policy=policy, graphed=graphed,
                    clocks=(clocks_before, clocks_after), calls=calls,
-                   kernel_samples=sampler.kernel_samples if sampler.method == CUPTI else None)
+                   kernel_samples=sampler.kernel_samples if sampler.method == CUPTI else None,
+                   activities_per_call=sampler.activities_per_call)
 
 
 def _finish(
@@ -329,6 +330,7 @@ def _finish(
     clocks: tuple[int | None, int | None] = (None, None),
     calls: int = 1,
     kernel_samples: list[float] | None = None,
+    activities_per_call: float | None = None,
 ) -> TimingResult:
     stats = summarize(outcome.samples)
     width = stats.ci95_width_pct
@@ -356,4 +358,5 @@ def _finish(
         calls_per_sample=calls,
         warnings=notes,
         kernel_samples_ms=kernel_samples,
+        activities_per_call=activities_per_call,
     )

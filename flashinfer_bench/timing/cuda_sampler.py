@@ -51,6 +51,8 @@ class CudaSampler:
         self.device_launch_ns = device_launch_ns(device_name(dev))
         self.estimated_samples = 0
         self.early_start_samples = 0
+        #: The dry runs' median activities per call, once traced dry runs have counted them (``warm_up``).
+        self.activities_per_call: float | None = None
 
     def __call__(self, indices: range) -> list[float]:
         steps = self.steps
@@ -109,10 +111,10 @@ class CudaSampler:
     def _too_many_activities(self, spans: list[IterationSpan]) -> bool:
         """Whether the dry runs' median activities per call exceed ``most_activities``; if so, tracing stops
         and the samples are taken with CUDA events (TimingOptions.cupti_most_activities says why)."""
-        if self.most_activities is None or not spans:
+        if not spans:
             return False
-        per_call = statistics.median(s.activities for s in spans) / self.calls
-        if per_call <= self.most_activities:
+        per_call = self.activities_per_call = statistics.median(s.activities for s in spans) / self.calls
+        if self.most_activities is None or per_call <= self.most_activities:
             return False
         pause_tracing(self.cupti)
         notices.warn(f"fn made {per_call:g} GPU activities per call, more than {self.most_activities}: timed with "

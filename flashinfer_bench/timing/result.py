@@ -45,6 +45,9 @@ class TimingResult:
     """CUPTI only, per call like samples_ms: each sample from its first GPU activity's start to its last
     one's end, i.e. kernel records alone, without the GPU's work to launch the first kernel (about 1 us
     per sample on an H100). samples_ms includes that work, as Nsight Compute's durations do."""
+    activities_per_call: float | None = None
+    """CUPTI only: the GPU activities (kernels, copies, fills) a dry run made per call, the median, where the dry
+    runs were traced to count them (``cupti_most_activities``)."""
 
     @property
     def median_ms(self) -> float:

@@ -80,6 +80,31 @@ def test_calls_known_to_be_long_are_timed_with_cuda_events_from_the_start(monkey
     assert asked == [True, False, False, True]
 
 
+def test_calls_found_to_make_many_gpu_activities_are_timed_with_cuda_events_from_the_next_session_on(monkeypatch):
+    """A session whose traced warm-up counted more GPU activities per call than CUPTI_MOST_ACTIVITIES took its
+    samples with CUDA events; the harness's later sessions ask for events from the start (their warm-up untraced:
+    counting again cost cupti-python 13.0 about 50 us a record, session after session), fewer activities keep
+    CUPTI."""
+    import dataclasses
+
+    import flashinfer_bench.testing as testing
+    from flashinfer_bench.bench import harness as harnesses
+
+    asked, counted = [], [harnesses.CUPTI_MOST_ACTIVITIES, harnesses.CUPTI_MOST_ACTIVITIES + 1, None]
+    real = testing.bench_gpu_time_detailed
+
+    def spied(*args, **kwargs):
+        asked.append(kwargs["enable_cupti"])
+        return dataclasses.replace(real(*args, **kwargs), activities_per_call=counted.pop(0))
+
+    monkeypatch.setattr(testing, "bench_gpu_time_detailed", spied)
+    harness = Harness(Definition.model_validate(SCALE_ADD), Workload(uuid="w", axes={"n": 8}, inputs={}), "cpu",
+                      None, ValueReturning(lambda x, y: torch.add(y, x, alpha=2)))
+    for _ in range(3):
+        harness.time(2, 2, [1, 2], Rounds(), Slot(bytearray(64)))
+    assert asked == [True, True, False] and harness.many_activities
+
+
 def test_a_failed_capture_says_why_in_the_solutions_log_and_the_calls_are_made_one_at_a_time(monkeypatch, capsys):
     """The judge's note says only that the calls were not replayed; the worker's log (the trace's) says why."""
     from flashinfer_bench.bench import harness as harnesses

@@ -501,7 +501,7 @@ def many_activity_dry_runs(monkeypatch, activities: int, most: int) -> tuple[cud
 
 def test_dry_runs_of_more_activities_than_allowed_turn_to_events(monkeypatch):
     sampler, notes, paused = many_activity_dry_runs(monkeypatch, activities=40, most=16)
-    assert sampler.method == CUDA_EVENTS and paused == ["cupti"]
+    assert sampler.method == CUDA_EVENTS and paused == ["cupti"] and sampler.activities_per_call == 40
     assert notes == ["fn made 40 GPU activities per call, more than 16: timed with CUDA events, whose cost does "
                      "not grow with them (CUPTI's does, per record)."]
     assert sampler(range(3)) == [0.25] * 3  # events, per call
@@ -509,4 +509,4 @@ def test_dry_runs_of_more_activities_than_allowed_turn_to_events(monkeypatch):
 
 def test_dry_runs_within_the_allowed_activities_stay_with_cupti(monkeypatch):
     sampler, notes, paused = many_activity_dry_runs(monkeypatch, activities=16, most=16)
-    assert sampler.method == CUPTI and not paused and not notes
+    assert sampler.method == CUPTI and not paused and not notes and sampler.activities_per_call == 16

@@ -58,6 +58,7 @@ from flashinfer_bench.bench.judge.replayed import (
     replay_shape,
     replayed_picks,
     replayed_round_seeds,
+    round_due,
     trial_rounds,
     work_per_call,
 )
@@ -101,10 +102,6 @@ IMPOSSIBLE_FACTOR, IMPOSSIBLE_SLACK_MS = 1.05, 0.05
 NOTED_BUSY_FRACTION = 0.1
 
 
-def round_calls(ctx: EvaluationContext) -> int:  # the most calls a round of this evaluation holds (``KEPT_BYTES``)
-    return min(ROUND_CALLS, kept_calls(ctx))
-
-
 class TimedSchedule:
     """One timing loop as the judge runs it: hands out seeds a round at a time, picks calls to check after their
     round ran (each with ``probability``, and always the planned last), keeps their outputs (host copies: the judge
@@ -119,8 +116,8 @@ class TimedSchedule:
         self.watch = watch
         self.started: HostReading | None = None
         self.warmup, self.calls = warmup, warmup + iterations
-        #: The most calls a round holds, and so the most outputs one shipment carries.
-        self.round_limit = round_calls(ctx)
+        #: The most calls a round holds (``ROUND_CALLS``, ``KEPT_BYTES``), and so the most outputs a shipment carries.
+        self.round_limit = min(ROUND_CALLS, kept_calls(ctx))
         self.iterations, self.timed_round = iterations, max(1, -(-iterations // TIMED_ROUNDS))
         self.replay = replay_shape(ctx, warmup, probability, trials, reference_call_ms)
         #: The trials this session times where its calls are replayed (judge/replayed.py ``RAMP_ROUNDS``); made one
@@ -178,6 +175,9 @@ class TimedSchedule:
             self.waits_at_open = self.watch.waits_ms()
         self.window_opened = time.perf_counter()
         return seeds
+
+    def round_due(self) -> float | None:  # when the round just handed out should end (judge/replayed.py)
+        return round_due(self.window_opened, len(self.seeds) - self.ended, self._replayed_rounds(), self.exchange_ms)
 
     def on_ran(self, count: int, replay: bool = False, sent: Sent | None = None) -> list[int]:
         """Every call before ``count`` has ended (``replay``: the worker replays the calls after them; ``sent``: when

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from flashinfer_bench.bench.waiting import poll_until
 from flashinfer_bench.bench.wire.failures import CallFailed
 from flashinfer_bench.data import EvaluationStatus
 
@@ -79,19 +80,37 @@ class Time(_Message):
     replay_rounds: int = Field(0, ge=0)
 
 
-class Ship(_Message):
+class _Seeds(_Message):
+    """A round's seeds: ``seeds``, then ``zeros`` seeds of 0. A replayed round's calls draw their inputs from its
+    first seed (bench/replay.py), so it holds that seed and a 0 for each of its other calls, sent as a count: a
+    list of 1,024 seeds took the judge and the worker about 0.1 ms to write and read, inside the round's window."""
+
+    seeds: list[int] = Field(default_factory=list)
+    zeros: int = Field(default=0, ge=0, le=1 << 20)
+
+    @staticmethod
+    def packed(seeds: list[int]) -> dict[str, Any]:
+        """The fields that send ``seeds``."""
+        kept = len(seeds)
+        while kept > 1 and seeds[kept - 1] == 0:
+            kept -= 1
+        return {"seeds": seeds[:kept], "zeros": len(seeds) - kept}
+
+    def round_seeds(self) -> list[int]:
+        return [*self.seeds, *[0] * self.zeros]
+
+
+class Ship(_Seeds):
     """The answer to ``Ran``: put the kept outputs of these calls of the round just ended in the buffer, one after
-    the other (and answer ``Shipped``); none: go on, with the next round's ``seeds`` where the worker said it
+    the other (and answer ``Shipped``); none: go on, with the next round's seeds where the worker said it
     makes more calls (it asks no ``More`` for them)."""
 
     op: Literal["ship"] = "ship"
     indices: list[int]
-    seeds: list[int] = Field(default_factory=list)
 
 
-class Next(_Message):
-    """The answer to ``More``: the next round's seeds. A replayed round's calls draw their inputs from its first
-    seed (bench/replay.py), so it holds that seed and a 0 for each of its other calls (here and in ``Ship``)."""
+class Next(_Seeds):
+    """The answer to ``More``: the next round's seeds."""
 
     op: Literal["next"] = "next"
     seeds: list[int] = Field(min_length=1)
@@ -206,9 +225,12 @@ class WorkerChannel:
         except OSError:
             raise WorkerGone(CHANNEL_CLOSED) from None
 
-    def receive(self, *expected: type[_M]) -> _M:
-        """The next message, which must be one of ``expected`` (a ``failed`` one raises CallFailed)."""
+    def receive(self, *expected: type[_M], due: float | None = None) -> _M:
+        """The next message, which must be one of ``expected`` (a ``failed`` one raises CallFailed); ``due``: when
+        it is expected (``time.perf_counter``), to be awake for it (bench/waiting.py)."""
         try:
+            if due is not None:
+                poll_until(self.conn.poll, due)
             raw = self.conn.recv_bytes(MAX_MESSAGE_BYTES)
         except (EOFError, OSError) as exc:
             if isinstance(exc, EOFError):
@@ -241,7 +263,10 @@ class JudgeChannel:
     def send(self, message: _Message) -> None:
         self.conn.send_bytes(encode(message))
 
-    def receive(self) -> Stop | NewSlot | Load | Call | Time | Ship | Next:
+    def receive(self, due: float | None = None) -> Stop | NewSlot | Load | Call | Time | Ship | Next:
+        """The judge's next message; ``due`` as for ``WorkerChannel.receive``."""
+        if due is not None:
+            poll_until(self.conn.poll, due)
         return _TO_WORKER.validate_json(self.conn.recv_bytes())
 
     def receive_fd(self) -> int:

@@ -73,12 +73,12 @@ class WireExchange:
             seeds, self.ready = self.ready, []
             return seeds
         self.channel.send(More())
-        return list(self._answer(Next).seeds)
+        return self._answer(Next).round_seeds()
 
     def ran(self, count: int, more: bool, replay: bool = False) -> list[int]:
         self.channel.send(Ran(count=count, more=more, replay=replay, sent=self._sent()))
         ship = self._answer(Ship)
-        self.ready = list(ship.seeds)
+        self.ready = ship.round_seeds()
         return list(ship.indices)
 
     def shipped(self, indices: list[int]) -> None:
@@ -91,7 +91,8 @@ class WireExchange:
         return Sent(at=time.perf_counter(), waited_ns=times[1] if times is not None else None)
 
     def _answer(self, expected: type[_Answer]) -> _Answer:
-        answer = self.channel.receive()
+        """The judge's answer, due at once: the judge answers as soon as it has read the worker's message."""
+        answer = self.channel.receive(due=time.perf_counter())
         if not isinstance(answer, expected):
             raise RuntimeError(f"the judge sent '{answer.op}' during a timing loop where "
                                f"'{expected.model_fields['op'].default}' was due")
