@@ -10,7 +10,8 @@ Per round size it prints the medians of the window, of the device's time and of 
 - to the worker: from the window's opening until the worker has read the seeds;
 - before the round: until the worker starts queueing it;
 - waiting beyond the device: from queueing the round until the worker knows it ended, less the device's time;
-- to the judge: from the worker knowing the round ended until the judge has read its answer.
+- answering: from the worker knowing the round ended until it starts its answer (``WireExchange.ran``);
+- to the judge: until the judge has read that answer.
 The parts and the device's time make up the window.
 Last, over all rounds, the 10th percentile, median and 90th percentile of each part. Needs a CUDA device.
 
@@ -33,7 +34,7 @@ import timed_call_costs
 #: workers are forked from a server that has the environment of its start).
 STAMPS_ENV = "FLASHINFER_BENCH_ROUND_STAMPS"
 #: The parts of a round's window beyond the device's work, in order.
-PARTS = ("to the worker", "before the round", "waiting beyond the device", "to the judge")
+PARTS = ("to the worker", "before the round", "waiting beyond the device", "answering", "to the judge")
 
 
 def stamping_worker(conn, device: str, scratch) -> None:
@@ -100,7 +101,7 @@ def round_parts(windows: list[tuple[float, float, int]], stamps: list[tuple[str,
             continue
         opened, closed, calls = window
         parts = ((seeds - opened) * 1e3, (queued_at - seeds) * 1e3, (ended_at - queued_at) * 1e3 - device_ms,
-                 (closed - ended_at) * 1e3)
+                 (ran_at - ended_at) * 1e3, (closed - ran_at) * 1e3)
         rows.append({"calls": calls, "window": (closed - opened) * 1e3, "device": device_ms,
                      **dict(zip(PARTS, parts, strict=True))})
     return rows
