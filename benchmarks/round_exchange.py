@@ -46,6 +46,7 @@ def stamping_worker(conn, device: str, scratch) -> None:
     from flashinfer_bench.bench.worker.main import WireExchange, Worker
 
     stamps: list[tuple[str, float, float]] = []
+    queued_rounds: set[int] = set()  # the ReplayedCalls with a round queued (a capture waits for a replay too)
     answer, run, wait, ran = WireExchange._answer, ReplayedCalls.run, ReplayedCalls.wait, WireExchange.ran
 
     def answered(self, expected):
@@ -55,11 +56,14 @@ def stamping_worker(conn, device: str, scratch) -> None:
 
     def queued(self, seed, calls):
         stamps.append(("queued", time.perf_counter(), 0.0))
+        queued_rounds.add(id(self))
         return run(self, seed, calls)
 
     def ended(self):
         wait(self)
-        stamps.append(("ended", time.perf_counter(), self.replay_ms() * self.round_calls))
+        if id(self) in queued_rounds:
+            queued_rounds.discard(id(self))
+            stamps.append(("ended", time.perf_counter(), self.replay_ms() * self.round_calls))
 
     def answering(self, count, more, replay=False):
         stamps.append(("ran", time.perf_counter(), 0.0))

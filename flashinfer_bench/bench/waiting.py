@@ -1,12 +1,14 @@
-"""Waiting awake for what is due soon: a timing session's answers and the end of a replayed round.
+"""Waiting awake for what is due soon: the worker's, for the end of a replayed round and for the judge's answers
+in a timing session.
 
-A thread that sleeps until the device or a pipe wakes it takes a while to run again: on an H100 host a replayed
-round's window held 0.2-0.4 ms of such wake-ups at each end (the worker woken by the seeds and by the round's end,
-the judge by the worker's answer), most of the round's exchange and of its noise, which decides how long rounds
-must be for an honest claim of a few microseconds to be read against them (judge/replayed.py, docs/measurements.md).
-So a waiter polls where the moment is near: from ``WAKE_AHEAD_S`` before it (asleep until then) to ``POLL_AFTER_S``
-after it, then sleeps as before. Polling costs a CPU for that stretch only; a waiter kept from a CPU by a busy host
-is what the judge's clock measures and takes out (judge/clock.py)."""
+A worker thread that sleeps until the device wakes it took 0.2-0.3 ms to run again on an H100 host (a blocking CUDA
+event), part of every replayed round's window on the judge's clock: the exchange and its noise, which decide how
+long rounds must be for an honest claim of a few microseconds to be read against them (judge/replayed.py,
+benchmarks/round_exchange.py, docs/measurements.md). So the worker polls where the moment is near: from
+``WAKE_AHEAD_S`` before it (asleep until then) to ``POLL_AFTER_S`` after it, then sleeps as before. Polling costs a
+CPU for that stretch only; a waiter kept from a CPU by a busy host is what the judge's clock measures and takes out
+(judge/clock.py). The judge does not poll: woken by the worker's answer on its pipe, it read it no later than
+when it polled for it (benchmarks/round_exchange.py, docs/measurements.md)."""
 
 from __future__ import annotations
 

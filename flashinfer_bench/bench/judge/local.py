@@ -128,9 +128,6 @@ class UncheckedSchedule:
     def opening_round(self) -> list[int]:
         return self.next_round()
 
-    def round_due(self) -> float | None:  # its calls run in this process, which waits for no answer
-        return None
-
     def on_ran(self, count: int, replay: bool = False, sent: Sent | None = None) -> list[int]:
         if count == self.warmup and not replay:
             self.replay = None  # calls one at a time: the rest in one round

@@ -60,7 +60,7 @@ class RemoteSolution(SolutionHandle):
         slot = self.slots.at_least(call_slot_bytes(self.ctx, repeat, return_inputs))
         started = time.perf_counter()
         self.channel.send(Call(seed=seed, repeat=repeat, rng_seed=rng_seed, return_inputs=list(return_inputs)))
-        called = self.channel.receive(Called, due=started)  # polled for a while: most calls are short
+        called = self.channel.receive(Called)
         self.latest_call_ms = (time.perf_counter() - started) * 1e3 / max(repeat, 1)
         return read_call_result(self.ctx, slot, repeat, return_inputs, list(called.wrote))
 
@@ -73,27 +73,22 @@ class RemoteSolution(SolutionHandle):
                                replay_first_calls=replay.first_calls if replay else 0,
                                replay_most_calls=replay.most_calls if replay else 0,
                                replay_rounds=replay.rounds if replay else 0))
-        due: float | None = None  # when the worker's next message is expected (bench/waiting.py)
         while True:
-            message = self.channel.receive(Ran, More, Timed, due=due)
+            message = self.channel.receive(Ran, More, Timed)
             if isinstance(message, Timed):
                 schedule.finished()
                 return TimingClaim(list(message.samples_ms), message.method, list(message.setup_ms),
                                    message.cache_policy, message.cuda_graph)
             if isinstance(message, More):
                 self.channel.send(Next(**Next.packed(schedule.next_round())))
-                due = schedule.round_due()
                 continue
             picked = schedule.on_ran(message.count, message.replay, message.sent)
             asked_at = schedule.asking() if picked else 0.0
             # With none picked the next round's seeds go with the answer (the worker would ask for them at once).
             self.channel.send(Ship(indices=picked, **Ship.packed(schedule.next_round() if message.more and not picked
                                                                  else [])))
-            # A round's end, or at once: the worker answers a shipment (a More, or its claim after the last round)
-            # and a Ship that ends its calls as soon as it has them.
-            due = schedule.round_due() if message.more and not picked else time.perf_counter()
             if picked:
-                shipped = self.channel.receive(Shipped, due=time.perf_counter())
+                shipped = self.channel.receive(Shipped)
                 arrived_at = schedule.arrived(shipped.sent)
                 if list(shipped.indices) != picked:
                     raise WorkerGone(f"the worker broke the protocol: shipped calls {list(shipped.indices)[:8]}, "
@@ -102,4 +97,3 @@ class RemoteSolution(SolutionHandle):
                 # between the solution's calls.
                 outputs, _ = read_outputs(slot, layouts, len(picked), "cpu", schedule.keep)
                 schedule.on_shipped(outputs, picked, asked_at, arrived_at)
-                due = time.perf_counter()

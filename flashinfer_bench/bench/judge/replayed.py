@@ -182,17 +182,6 @@ def next_round_calls(replay: ReplayShape, iterations: int, done: Sequence[Round]
     return calls
 
 
-def round_due(opened_at: float, calls: int, done: Sequence[Round], exchange_ms: float) -> float | None:
-    """When a replayed round of ``calls`` calls whose window opened at ``opened_at`` (``time.perf_counter``) should
-    end, after the replayed rounds ``done``: the exchange and its calls at the least time per call so far (as
-    ``next_round_calls`` sizes it); None before a replayed round has ended or where it holds no calls (the judge
-    then does not poll for its end: bench/waiting.py)."""
-    if not done or calls <= 0:
-        return None
-    least = min((r.wall_ms - r.held_ms - exchange_ms) / r.calls for r in done)
-    return opened_at + (exchange_ms + calls * max(least, 0.0)) / 1e3
-
-
 def exchange_floor(rounds: Sequence[Round], samples_ms: Sequence[float]) -> float:
     """What a replayed round costs beyond its replay, from a calibration session's rounds and its trusted samples
     (each round's replay time per call): the least over the rounds of the window less the replay, as clocked, as a

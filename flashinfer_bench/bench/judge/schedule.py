@@ -58,7 +58,6 @@ from flashinfer_bench.bench.judge.replayed import (
     replay_shape,
     replayed_picks,
     replayed_round_seeds,
-    round_due,
     trial_rounds,
     work_per_call,
 )
@@ -175,9 +174,6 @@ class TimedSchedule:
             self.waits_at_open = self.watch.waits_ms()
         self.window_opened = time.perf_counter()
         return seeds
-
-    def round_due(self) -> float | None:  # when the round just handed out should end (judge/replayed.py)
-        return round_due(self.window_opened, len(self.seeds) - self.ended, self._replayed_rounds(), self.exchange_ms)
 
     def on_ran(self, count: int, replay: bool = False, sent: Sent | None = None) -> list[int]:
         """Every call before ``count`` has ended (``replay``: the worker replays the calls after them; ``sent``: when

@@ -225,12 +225,9 @@ class WorkerChannel:
         except OSError:
             raise WorkerGone(CHANNEL_CLOSED) from None
 
-    def receive(self, *expected: type[_M], due: float | None = None) -> _M:
-        """The next message, which must be one of ``expected`` (a ``failed`` one raises CallFailed); ``due``: when
-        it is expected (``time.perf_counter``), to be awake for it (bench/waiting.py)."""
+    def receive(self, *expected: type[_M]) -> _M:
+        """The next message, which must be one of ``expected`` (a ``failed`` one raises CallFailed)."""
         try:
-            if due is not None:
-                poll_until(self.conn.poll, due)
             raw = self.conn.recv_bytes(MAX_MESSAGE_BYTES)
         except (EOFError, OSError) as exc:
             if isinstance(exc, EOFError):
@@ -264,7 +261,8 @@ class JudgeChannel:
         self.conn.send_bytes(encode(message))
 
     def receive(self, due: float | None = None) -> Stop | NewSlot | Load | Call | Time | Ship | Next:
-        """The judge's next message; ``due`` as for ``WorkerChannel.receive``."""
+        """The judge's next message; ``due``: when it is expected (``time.perf_counter``), to be awake for it
+        (bench/waiting.py)."""
         if due is not None:
             poll_until(self.conn.poll, due)
         return _TO_WORKER.validate_json(self.conn.recv_bytes())

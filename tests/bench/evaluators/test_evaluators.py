@@ -582,31 +582,6 @@ def test_a_replayed_session_of_three_trials_holds_each_trials_round_to_the_sessi
     assert not lying[0].notes and "claim not believed" in lying[2].notes[0] and lying[2].samples_ms == []
 
 
-def test_a_replayed_round_is_due_at_the_least_time_per_call_of_the_replayed_rounds_so_far(monkeypatch):
-    """The judge polls for a replayed round's end from shortly before it is due (bench/waiting.py): its window's
-    opening, the exchange and its calls at the least time per call of the replayed rounds so far; not known for the
-    warm-up's round nor for the first replayed one."""
-    from flashinfer_bench.bench.judge import schedule as timed
-    from flashinfer_bench.bench.replay import ReplayShape
-
-    now = [10.0]
-    monkeypatch.setattr(timed.time, "perf_counter", lambda: now[0])
-    made = timed.TimedSchedule(evaluation_context(SCALE, WORKLOAD, CFG), ("timed", 0), warmup=1, iterations=50,
-                               probability=0.0, exchange_ms=0.1)
-    made.replay = ReplayShape(first_calls=16, most_calls=1024, rounds=5)
-    made.opening_round()
-    assert made.round_due() is None
-    made.on_ran(1, replay=True)
-    assert len(made.next_round()) == 16 and made.round_due() is None
-    least = float("inf")
-    for ms_per_call in (0.05, 0.04, 0.045):  # each round's window: the exchange and its calls at this pace
-        now[0] += (0.1 + (len(made.seeds) - made.ended) * ms_per_call) / 1e3
-        made.on_ran(len(made.seeds))
-        least = min(least, ms_per_call)
-        calls = len(made.next_round())
-        assert made.round_due() == pytest.approx(now[0] + (0.1 + calls * least) / 1e3)
-
-
 def test_the_references_replayed_trials_are_its_rounds_less_the_harnesss_draws(monkeypatch):
     """The reference's replayed session is split into trials as a solution's, and its samples are net of the
     harness's own device work as a solution's are (its draws; it copies no outputs into a ring): else a tiny

@@ -17,12 +17,14 @@ def test_a_replayed_rounds_seeds_go_as_its_first_and_a_count_of_zeros_and_come_b
     assert Next(**Next.packed([4, 0, 5])).round_seeds() == [4, 0, 5]  # only the zeros at the end are counted
 
 
-def test_a_message_due_soon_is_polled_for_and_one_due_later_is_still_received():
+def test_a_message_due_soon_is_polled_for_and_one_that_comes_later_is_still_received():
     judge_end, worker_end = Pipe()
     judge, worker = WorkerChannel(judge_end), JudgeChannel(worker_end)
-    sender = threading.Timer(0.02, lambda: worker.send(More()))
+    worker.send(More())
+    assert isinstance(judge.receive(More), More)
+    sender = threading.Timer(0.02, lambda: judge.send(Next(**Next.packed([7, 0, 0]))))
     sender.start()
-    assert isinstance(judge.receive(More, due=time.perf_counter()), More)  # past its polling: it waits on
-    judge.send(Next(**Next.packed([7, 0, 0])))
-    assert worker.receive(due=time.perf_counter() + 0.01).round_seeds() == [7, 0, 0]
+    assert worker.receive(due=time.perf_counter()).round_seeds() == [7, 0, 0]  # past its polling: it waits on
+    judge.send(Next(seeds=[8]))
+    assert worker.receive(due=time.perf_counter() + 0.01).round_seeds() == [8]
     sender.join()
