@@ -12,6 +12,18 @@ FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
 
 
+def load_benchmark(name: str, monkeypatch: Any) -> Any:
+    """``benchmarks/<name>.py`` as a module, the benchmarks folder on the path for the modules beside it that it
+    imports (``monkeypatch``: pytest's, which takes the folder off again)."""
+    import importlib.util
+
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def child_env() -> dict[str, str]:
     """The environment for a child Python that must import this checkout, keeping any PYTHONPATH entries
     (dependencies installed with ``pip --target`` live there on the GPU machine)."""

@@ -1,20 +1,12 @@
 """benchmarks/round_exchange.py: its split of a replayed round's window, on stamps made up here (the rounds it
 stamps are replayed from CUDA graphs, so its run needs the GPU machine)."""
 
-import importlib.util
-
 import pytest
-from helpers import REPO
-
-SCRIPT = REPO / "benchmarks" / "round_exchange.py"
+from helpers import load_benchmark
 
 
 def load_script(monkeypatch):
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # it imports timed_call_costs beside it
-    spec = importlib.util.spec_from_file_location("round_exchange", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("round_exchange", monkeypatch)
 
 
 def test_a_rounds_window_is_its_device_time_and_the_exchange_s_parts(monkeypatch):
