@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,15 @@ def load_benchmark(name: str, monkeypatch: Any) -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def run_benchmark(name: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``benchmarks/<name>.py`` with ``args``, in a child Python of this checkout (``child_env``) and ``cwd``; the
+    test fails, with the script's output, where the script does."""
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / f"{name}.py"), *args], capture_output=True,
+                          text=True, timeout=600, env=child_env(), cwd=cwd)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    return done
 
 
 def child_env() -> dict[str, str]:

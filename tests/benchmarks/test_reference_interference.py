@@ -2,19 +2,13 @@
 own code (the busy thread is a CPU's here)."""
 
 import json
-import subprocess
-import sys
 
-from helpers import REPO, child_env
-
-SCRIPT = REPO / "benchmarks" / "reference_interference.py"
+from helpers import run_benchmark
 
 
 def test_an_honest_and_a_hostile_run_are_made_and_their_speed_ups_printed_per_workload(tmp_path):
     out = tmp_path / "interference.json"
-    done = subprocess.run([sys.executable, str(SCRIPT), "--repeat", "1", "--json", str(out)], capture_output=True,
-                          text=True, timeout=600, env=child_env(), cwd=tmp_path)
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    done = run_benchmark("reference_interference", "--repeat", "1", "--json", str(out), cwd=tmp_path)
     rows = json.loads(out.read_text())
     assert [(row["run"], row["n"]) for row in rows] == [("honest", 4096), ("honest", 1 << 20),
                                                          ("hostile", 4096), ("hostile", 1 << 20)]

@@ -1,19 +1,13 @@
 """benchmarks/reference_parity.py: a real small run on the CPU, the reference's own code as its one solution."""
 
 import json
-import subprocess
-import sys
 
-from helpers import REPO, child_env
-
-SCRIPT = REPO / "benchmarks" / "reference_parity.py"
+from helpers import run_benchmark
 
 
 def test_the_references_code_as_a_solution_is_run_and_its_speed_up_printed_per_workload(tmp_path):
     out = tmp_path / "parity.json"
-    done = subprocess.run([sys.executable, str(SCRIPT), "--workloads", "2", "--json", str(out)], capture_output=True,
-                          text=True, timeout=600, env=child_env(), cwd=tmp_path)
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    done = run_benchmark("reference_parity", "--workloads", "2", "--json", str(out), cwd=tmp_path)
     rows = json.loads(out.read_text())
     assert [row["n"] for row in rows] == [4096, 16384] and {row["status"] for row in rows} == {"PASSED"}
     for row in rows:

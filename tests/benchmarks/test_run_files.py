@@ -2,17 +2,14 @@
 written here as the judge writes them."""
 
 import json
-import subprocess
-import sys
 
-from helpers import REPO
+from helpers import run_benchmark
 
 PHASES = ("build_s", "draws_s", "checks_s", "reference_s", "timed_s")
 
 
 def run_script(name: str, *args: str) -> str:
-    return subprocess.run([sys.executable, str(REPO / "benchmarks" / name), *args], check=True,
-                          capture_output=True, text=True).stdout
+    return run_benchmark(name.removesuffix(".py"), *args).stdout
 
 
 def test_phase_split_sums_and_takes_medians_with_the_named_definitions_apart(tmp_path):
