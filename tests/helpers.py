@@ -15,22 +15,25 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def load_benchmark(name: str, monkeypatch: Any) -> Any:
-    """``benchmarks/<name>.py`` as a module, the benchmarks folder on the path for the modules beside it that it
-    imports (``monkeypatch``: pytest's, which takes the folder off again)."""
+    """``benchmarks/<name>.py`` as a module, registered under its name (a dataclass's module must be) with the
+    benchmarks folder on the path for the modules beside it that it imports (``monkeypatch``: pytest's, which takes
+    both off again)."""
     import importlib.util
 
     monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
     spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)
     spec.loader.exec_module(module)
     return module
 
 
-def run_benchmark(name: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_benchmark(name: str, *args: str, cwd: Path | None = None,
+                  timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """``benchmarks/<name>.py`` with ``args``, in a child Python of this checkout (``child_env``) and ``cwd``; the
     test fails, with the script's output, where the script does."""
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / f"{name}.py"), *args], capture_output=True,
-                          text=True, timeout=600, env=child_env(), cwd=cwd)
+                          text=True, timeout=timeout, env=child_env(), cwd=cwd)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     return done
 

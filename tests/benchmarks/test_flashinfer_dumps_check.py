@@ -2,27 +2,21 @@
 a definition that can run gives its reference PASSED and the perturbed copy not; the others say in one line why
 they cannot, printed before the harness runs."""
 
-import importlib.util
 import json
-import subprocess
-import sys
 
 import pytest
-from helpers import REPO, child_env
+from helpers import REPO, load_benchmark, run_benchmark
 
 DUMPS = REPO.parent / "shared" / "corpus" / "flashinfer-dumps"
-SCRIPT = REPO / "benchmarks" / "flashinfer_dumps_check.py"
 pytestmark = [pytest.mark.slow,  # starts the harness's worker: tens of seconds
               pytest.mark.skipif(not DUMPS.is_dir(), reason=f"the FlashInfer dumps are not at {DUMPS}")]
 
 
 def test_the_check_runs_on_the_cpu_and_says_why_for_the_rest(tmp_path):
     out = tmp_path / "summary.json"
-    command = [sys.executable, str(SCRIPT), "--device", "cpu", "--out", str(out), "--definitions", "rmsnorm_h4*",
-               "gemma_rmsnorm_h4608", "rope_h32_kv8_d128", "gemm_fp8_N1536_K7168", "trtllm_gen_routing_e256_k8_t8",
-               "layernorm_quant_h768"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=child_env(), cwd=REPO)
-    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    done = run_benchmark("flashinfer_dumps_check", "--device", "cpu", "--out", str(out), "--definitions",
+                         "rmsnorm_h4*", "gemma_rmsnorm_h4608", "rope_h32_kv8_d128", "gemm_fp8_N1536_K7168",
+                         "trtllm_gen_routing_e256_k8_t8", "layernorm_quant_h768", cwd=REPO, timeout=900)
     rows = json.loads(out.read_text())["definitions"]
     assert set(rows) == {"rmsnorm_h4096", "gemma_rmsnorm_h4608", "rope_h32_kv8_d128", "gemm_fp8_N1536_K7168",
                          "trtllm_gen_routing_e256_k8_t8", "layernorm_quant_h768"}
@@ -40,10 +34,8 @@ def test_the_check_runs_on_the_cpu_and_says_why_for_the_rest(tmp_path):
     assert max(cannot) < min(at for name, at in zip(rows, order, strict=True) if rows[name]["ran"])
 
 
-def test_a_definition_s_checks_are_stopped_at_the_time_limit():
-    spec = importlib.util.spec_from_file_location("flashinfer_dumps_check", SCRIPT)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+def test_a_definition_s_checks_are_stopped_at_the_time_limit(monkeypatch):
+    script = load_benchmark("flashinfer_dumps_check", monkeypatch)
     with pytest.raises(TimeoutError, match="more than 1 s"), script.time_limit(1):
         while True:
             pass

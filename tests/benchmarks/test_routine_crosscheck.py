@@ -2,22 +2,14 @@
 themselves need a GPU and FlashInfer)."""
 
 import csv
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
+from helpers import load_benchmark
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "routine_crosscheck.py"
 
-
-@pytest.fixture(scope="module")
-def crosscheck():
-    spec = importlib.util.spec_from_file_location("routine_crosscheck", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["routine_crosscheck"] = module
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture
+def crosscheck(monkeypatch):
+    return load_benchmark("routine_crosscheck", monkeypatch)
 
 
 def write_csv(path, rows):

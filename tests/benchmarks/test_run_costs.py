@@ -1,25 +1,14 @@
 """benchmarks/run_costs.py: its figures from a real small run on the CPU (the judges' phases of each evaluation,
 read back from the run), and its arithmetic over given phases."""
 
-import importlib.util
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
-from helpers import REPO, child_env, scale_add_set
+from helpers import load_benchmark, run_benchmark, scale_add_set
 
-SCRIPT = REPO / "benchmarks" / "run_costs.py"
 OK = "def run(x, y):\n    return x * 2 + y\n"
 PHASES = ("build_s", "draws_s", "checks_s", "reference_s", "timed_s")
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("run_costs", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def record(device: str, started_at: float, total_s: float, **phases: float) -> dict:
@@ -28,8 +17,8 @@ def record(device: str, started_at: float, total_s: float, **phases: float) -> d
                        **{name: phases.get(name, 0.0) for name in PHASES}}}
 
 
-def test_the_devices_time_is_split_into_setup_phases_and_the_rest():
-    costs = load_script().run_costs([
+def test_the_devices_time_is_split_into_setup_phases_and_the_rest(monkeypatch):
+    costs = load_benchmark("run_costs", monkeypatch).run_costs([
         record("cuda:0", 110.0, 10.0, build_s=4.0, timed_s=5.0),
         record("cuda:0", 121.0, 8.0, draws_s=1.0, checks_s=2.0, reference_s=3.0),
         record("cuda:1", 105.0, 30.0, timed_s=20.0),
@@ -48,10 +37,8 @@ def test_the_devices_time_is_split_into_setup_phases_and_the_rest():
 def test_a_small_run_reports_where_its_time_went(tmp_path):
     root = scale_add_set(tmp_path / "set", {"a_ok": OK, "b_ok": OK}, sizes=(64,))
     out = tmp_path / "costs.json"
-    command = [sys.executable, str(SCRIPT), "--local", str(root), "--json", str(out), "--",
-               "--iterations", "3", "--warmup-runs", "1", "--num-trials", "2"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=child_env(), cwd=tmp_path)
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    done = run_benchmark("run_costs", "--local", str(root), "--json", str(out), "--", "--iterations", "3",
+                         "--warmup-runs", "1", "--num-trials", "2", cwd=tmp_path)
     costs = json.loads(out.read_text())
     assert costs["evaluations"] == 2 and costs["statuses"] == {"PASSED": 2} and costs["devices"] == ["cpu"]
     assert not (root / "traces").exists()  # the run saved nothing: --no-save-results unless asked
