@@ -30,6 +30,22 @@ def test_phase_split_sums_and_takes_medians_with_the_named_definitions_apart(tmp
     assert run_script("phase_split.py", str(path)).startswith("all: 5 evaluations; total 47.0 s")
 
 
+def test_phase_split_sets_each_solutions_first_evaluation_apart_from_its_later_ones(tmp_path):
+    def record(solution: str, started_at: float, checks: float) -> dict:
+        return {"definition": "d", "solution": solution, "workload": "w", "status": "PASSED",
+                "phases": {"device": "cuda:0", "started_at": started_at, "total_s": checks,
+                           **{name: (checks if name == "checks_s" else 0.0) for name in PHASES}}}
+
+    path = tmp_path / "phases.jsonl"
+    lines = [record("a", 3.0, 0.1), record("a", 1.0, 0.4), record("b", 5.0, 0.3), record("b", 7.0, 0.1),
+             record("b", 9.0, 0.2)]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = run_script("phase_split.py", str(path), "--first").splitlines()
+    assert out[1].startswith("  first of each solution: 2 evaluations; total 0.7 s")
+    assert "checks 0.7 s (median 0.350)" in out[1]
+    assert out[2].startswith("  later ones: 3 evaluations; total 0.4 s") and "checks 0.4 s (median 0.100)" in out[2]
+
+
 def test_phase_split_sums_the_time_between_evaluations_per_device(tmp_path):
     def record(solution: str, device: str, started_at: float, total: float) -> dict:
         return {"definition": "d", "solution": solution, "workload": "w", "status": "PASSED",
