@@ -5,11 +5,13 @@ with its evaluation's phases (bench/judge/phases.py). This prints, for each defi
 then for all the others together: the evaluations, and per phase (and the whole evaluation) the seconds in all and
 the median per evaluation. ``--each`` also prints every evaluation of the definitions set apart. ``--first`` splits
 the others into each solution's first evaluation and its later ones (a solution's first item runs in a new worker,
-whose first calls load their kernels' modules). Last, the time between evaluations on each device (from one's end to the next one's start on the judge's clock: the parent's work
-and waits between items, such as a worker's start-up), in all and the largest.
+whose first calls load their kernels' modules). Last, the time between evaluations on each device (from one's end
+to the next one's start on the judge's clock: the parent's work and waits between items, such as a worker's
+start-up), in all and the largest.
 
     FLASHINFER_BENCH_PHASES_FILE=phases.jsonl python3 benchmarks/dataset_check.py --max-workloads-per-definition 2
-    python3 benchmarks/phase_split.py phases.jsonl --apart mla_paged_prefill_causal_h16_ckv512_kpe64_ps1 --each --first
+    python3 benchmarks/phase_split.py phases.jsonl --apart mla_paged_prefill_causal_h16_ckv512_kpe64_ps1 --each \
+        --first
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ def main() -> None:
     parser.add_argument("phases", type=Path, help="the file $FLASHINFER_BENCH_PHASES_FILE named")
     parser.add_argument("--apart", nargs="*", default=[], metavar="DEFINITION")
     parser.add_argument("--each", action="store_true", help="every evaluation of the definitions set apart too")
-    parser.add_argument("--first", action="store_true", help="the others split into each solution's first and later")
+    parser.add_argument("--first", action="store_true",
+                        help="the others split into each solution's first evaluation and its later ones")
     args = parser.parse_args()
     records = [json.loads(line) for line in args.phases.read_text().splitlines() if line.strip()]
     records = [r for r in records if r.get("phases") is not None]
@@ -79,7 +82,8 @@ def main() -> None:
     if rest:
         print(f"{'the others' if args.apart else 'all'}: {summary(rest)}")
         if args.first:
-            for title, part in zip(("first of each solution", "later ones"), first_and_later(rest), strict=True):
+            parts = zip(("first of each solution", "later ones"), first_and_later(rest), strict=True)
+            for title, part in parts:
                 if part:
                     print(f"  {title}: {summary(part)}")
     print("\n".join(between(records)))
