@@ -23,18 +23,11 @@ median and 90th percentile of each part. Runs on the CPU too (the worker's devic
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
-import timed_call_costs
+from stamped_runs import quantile_lines, stamped_evaluations, write_stamps
 
-#: The folder where each worker writes its stamps when it stops (set by ``main`` before any process starts: the
-#: workers are forked from a server that has the environment of its start).
-STAMPS_ENV = "FLASHINFER_BENCH_CALL_STAMPS"
 #: The judge's stamps of one call, and the worker's, in the order they are made.
 JUDGE_STAMPS = ("begun", "sent", "answered", "ended")
 WORKER_STAMPS = ("received", "harness begun", "harness ended", "answering")
@@ -45,7 +38,7 @@ PARTS = ("before sending", "to the worker", "before the harness", "the harness",
 
 def stamping_worker(conn, device: str, scratch) -> None:
     """worker/main.py's worker, not sandboxed, stamping each correctness call (``WORKER_STAMPS``); writes the
-    stamps when it stops."""
+    stamps when it stops (stamped_runs.py)."""
     from flashinfer_bench.bench.harness import Harness
     from flashinfer_bench.bench.wire.judge_worker import Call, Called, JudgeChannel
     from flashinfer_bench.bench.worker.main import Worker
@@ -76,7 +69,7 @@ def stamping_worker(conn, device: str, scratch) -> None:
         Worker(JudgeChannel(conn), device, scratch, scratch).serve("none (benchmark)")
     except EOFError:
         pass
-    (Path(os.environ[STAMPS_ENV]) / f"stamps-{os.getpid()}.json").write_text(json.dumps(stamps))
+    write_stamps(stamps)
 
 
 def judge_stamps() -> list[tuple[str, float]]:
@@ -139,10 +132,7 @@ def report(rows: list[dict]) -> None:
         print(f"n={n}, {len(mine)} calls, medians (ms): call {statistics.median(r['call'] for r in mine):.3f}: "
               + ", ".join(f"{part} {statistics.median(r[part] for r in mine):.3f}" for part in PARTS))
     print("all calls, 10th percentile / median / 90th percentile (ms):")
-    for key in ("call", *PARTS):
-        values = [row[key] for row in rows]
-        q = statistics.quantiles(values, n=10) if len(values) > 1 else values * 9
-        print(f"  {key:20s} {q[0]:.3f} / {statistics.median(values):.3f} / {q[-1]:.3f}")
+    print("\n".join(quantile_lines({key: [row[key] for row in rows] for key in ("call", *PARTS)})))
 
 
 def main() -> None:
@@ -150,27 +140,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="4096,262144")
     parser.add_argument("--evaluations", type=int, default=6)
     args = parser.parse_args()
-    from flashinfer_bench.bench.config import BenchmarkConfig
-    from flashinfer_bench.bench.judge.context import EvaluationContext
-    from flashinfer_bench.bench.runner import available_devices
-    from flashinfer_bench.bench.seeds import new_run_secret
-    from flashinfer_bench.data import Definition, Workload
-
-    definition = Definition.model_validate(timed_call_costs.SCALE_ADD)
     judge = judge_stamps()
-    timed_call_costs.unsandboxed_worker = stamping_worker
     rows = []
-    with tempfile.TemporaryDirectory(prefix="fib-call-stamps-") as directory:
-        os.environ[STAMPS_ENV] = directory
-        for n in (int(size) for size in args.sizes.split(",")):
-            ctx = EvaluationContext(definition, Workload(uuid=f"n{n}", axes={"n": n}, inputs={}),
-                                    BenchmarkConfig.default().resolve(definition), available_devices()[0], None,
-                                    new_run_secret())
-            judge.clear()
-            timed_call_costs.remote_ms_per_evaluation(ctx, args.evaluations, sandboxed=False, reload=True)
-            for path in Path(directory).glob("stamps-*.json"):
-                rows += call_parts(judge, [tuple(stamp) for stamp in json.loads(path.read_text())], n)
-                path.unlink()
+    for n, workers in stamped_evaluations(stamping_worker, [int(s) for s in args.sizes.split(",")], args.evaluations):
+        for stamps in workers:
+            rows += call_parts(judge, [tuple(stamp) for stamp in stamps], n)
+        judge.clear()
     report(rows)
 
 

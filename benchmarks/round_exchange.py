@@ -21,18 +21,11 @@ Last, over all rounds, the 10th percentile, median and 90th percentile of each p
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
-import timed_call_costs
+from stamped_runs import quantile_lines, stamped_evaluations, write_stamps
 
-#: The folder where each worker writes its stamps when it stops (set by ``main`` before any process starts: the
-#: workers are forked from a server that has the environment of its start).
-STAMPS_ENV = "FLASHINFER_BENCH_ROUND_STAMPS"
 #: The parts of a round's window beyond the device's work, in order.
 PARTS = ("to the worker", "before the round", "waiting beyond the device", "answering", "to the judge")
 
@@ -74,7 +67,7 @@ def stamping_worker(conn, device: str, scratch) -> None:
         Worker(JudgeChannel(conn), device, scratch, scratch).serve("none (benchmark)")
     except EOFError:
         pass
-    (Path(os.environ[STAMPS_ENV]) / f"stamps-{os.getpid()}.json").write_text(json.dumps(stamps))
+    write_stamps(stamps)
 
 
 def judge_windows() -> list[tuple[float, float, int]]:
@@ -122,10 +115,8 @@ def report(rows: list[dict]) -> None:
         print(f"{calls:5d} calls, {len(mine):4d} rounds, medians (ms): window {med['window']:.3f}, device "
               f"{med['device']:.3f}, the rest {rest:.3f}: " + ", ".join(f"{part} {med[part]:.3f}" for part in PARTS))
     print("all rounds, 10th percentile / median / 90th percentile (ms):")
-    for key in ("rest", *PARTS):
-        values = [row["window"] - row["device"] if key == "rest" else row[key] for row in rows]
-        q = statistics.quantiles(values, n=10) if len(values) > 1 else values * 9
-        print(f"  {key:26s} {q[0]:.3f} / {statistics.median(values):.3f} / {q[-1]:.3f}")
+    columns = {"rest": [row["window"] - row["device"] for row in rows]}
+    print("\n".join(quantile_lines(columns | {part: [row[part] for row in rows] for part in PARTS})))
 
 
 def main() -> None:
@@ -133,27 +124,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="4096,262144")
     parser.add_argument("--evaluations", type=int, default=6)
     args = parser.parse_args()
-    from flashinfer_bench.bench.config import BenchmarkConfig
-    from flashinfer_bench.bench.judge.context import EvaluationContext
-    from flashinfer_bench.bench.runner import available_devices
-    from flashinfer_bench.bench.seeds import new_run_secret
-    from flashinfer_bench.data import Definition, Workload
-
-    definition = Definition.model_validate(timed_call_costs.SCALE_ADD)
     windows = judge_windows()
-    timed_call_costs.unsandboxed_worker = stamping_worker
     rows = []
-    with tempfile.TemporaryDirectory(prefix="fib-round-stamps-") as directory:
-        os.environ[STAMPS_ENV] = directory
-        for n in (int(size) for size in args.sizes.split(",")):
-            ctx = EvaluationContext(definition, Workload(uuid=f"n{n}", axes={"n": n}, inputs={}),
-                                    BenchmarkConfig.default().resolve(definition), available_devices()[0], None,
-                                    new_run_secret())
-            windows.clear()
-            timed_call_costs.remote_ms_per_evaluation(ctx, args.evaluations, sandboxed=False, reload=True)
-            for path in Path(directory).glob("stamps-*.json"):
-                rows += round_parts(windows, json.loads(path.read_text()))
-                path.unlink()
+    for _, workers in stamped_evaluations(stamping_worker, [int(s) for s in args.sizes.split(",")],
+                                          args.evaluations):
+        for stamps in workers:
+            rows += round_parts(windows, [tuple(stamp) for stamp in stamps])
+        windows.clear()
     report(rows)
 
 
