@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh
-.venv/bin/ruff check .
+.venv/bin/python -m ruff check .  # -m: a ruff the environment sees through an active one has no script here
 cores=$(nproc 2>/dev/null || echo 1)
 workers=${FIB_TEST_WORKERS:-$((cores < 2 ? cores : 2))}
 exec .venv/bin/python -m pytest -q -n "$workers" --dist loadfile "$@"
