@@ -5,21 +5,28 @@ from __future__ import annotations
 import sys
 
 
+def line(text: str) -> None:
+    """One output line in one write: ``print`` writes the text and its newline apart, and a Ctrl-C that came
+    between them left the next line (the CLI's "[ERROR] interrupted ...") on the end of this one."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
 def info(msg: str) -> None:
-    print(f"[INFO] {msg}", flush=True)
+    line(f"[INFO] {msg}")
 
 
 def warning(msg: str) -> None:
-    print(f"[WARNING] {msg}", flush=True)
+    line(f"[WARNING] {msg}")
 
 
 def error(msg: str) -> None:
-    print(f"[ERROR] {msg}", file=sys.stdout, flush=True)
+    line(f"[ERROR] {msg}")
 
 
 def verbose(level: int, msg: str) -> None:
     """Print ``[VERBOSE]`` at ``-v`` and ``[VVERBOSE]`` at ``-vv``; ``level`` is the needed count."""
-    print(f"[{'V' * (level - 1)}VERBOSE] {msg}", flush=True)
+    line(f"[{'V' * (level - 1)}VERBOSE] {msg}")
 
 
 def throughput(value: float | None) -> str:

@@ -126,7 +126,7 @@ def run_case(
         )
         tflops = tflops_per_sec(case.flops, result.median_ms) if case.flops else None  # None: not counted
         tbs = tb_per_sec(case.num_bytes, result.median_ms) if case.num_bytes else None
-        print(log.perf_line(backend, result.median_ms, result.std_ms, tflops, tbs), flush=True)
+        log.line(log.perf_line(backend, result.median_ms, result.std_ms, tflops, tbs))
         if args.output_path:
             row = {
                 "routine": args.routine, "median_time": result.median_ms, "std_time": result.std_ms,

@@ -8,6 +8,7 @@ import sys
 
 from helpers import REPO, child_env
 
+from flashinfer_bench.routines import log
 from flashinfer_bench.routines.args import parse_case
 from flashinfer_bench.routines.cli import main
 from flashinfer_bench.routines.cpu_sizes import CPU_FLOP_BUDGET, estimated_flops, shrink_for_cpu
@@ -76,6 +77,28 @@ def interrupts_as_in_a_terminal() -> None:
     (in two full runs of the suite the CLI here went on for 120 s after the signal; alone it stopped in 0.3 s)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def test_a_line_goes_out_in_one_write(monkeypatch):
+    """A Ctrl-C lands between writes, never inside one: a line and its newline written apart let the interruption's
+    "[ERROR]" line end up on the end of an "[INFO]" one (test_ctrl_c_is_one_line, seen once in CI)."""
+    writes: list[str] = []
+
+    class Stdout:
+        def write(self, text: str) -> int:
+            writes.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    monkeypatch.setattr(sys, "stdout", Stdout())
+    log.info("FlashInfer not available: ModuleNotFoundError")
+    log.error("interrupted (Ctrl-C); results already written are kept")
+    log.line(log.perf_line("fa2", 0.5, 0.01, 1.0, 2.0))
+    assert writes[0] == "[INFO] FlashInfer not available: ModuleNotFoundError\n"
+    assert writes[1] == "[ERROR] interrupted (Ctrl-C); results already written are kept\n"
+    assert len(writes) == 3 and writes[2].startswith("[PERF] fa2") and writes[2].endswith("\n")
 
 
 def test_ctrl_c_is_one_line(tmp_path):
