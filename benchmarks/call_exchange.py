@@ -1,6 +1,7 @@
 """What a correctness call costs the judge beyond the worker's own work, part by part (judge/remote.py
-``RemoteSolution.call``, worker/main.py, bench/harness.py ``Harness.call``): a correctness call of a 4 Ki-element
-``scale_add`` took the judge about 4 ms while the worker's phases of it took 0.5-1 ms (docs/measurements.md).
+``RemoteSolution.call``, worker/main.py, bench/harness.py ``Harness.call``). Over a run of
+``harness_overhead.py`` a correctness call took the judge 4.2 ms on average (judge_functions.py), while the worker's
+phases of one took 0.5-1 ms (worker_phases.py; docs/measurements.md).
 
 This process judges ``scale_add`` at the default settings (``timed_call_costs.py``: the reference timed once per
 workload, the solution loaded again for each evaluation) with a real worker process, not sandboxed, on the first
