@@ -165,3 +165,27 @@ def test_a_workload_that_cannot_run_gets_a_runtime_error_per_solution_and_the_re
         assert evaluation.correctness is None and evaluation.performance is None
         assert by_key[("fine", solution)].status is EvaluationStatus.PASSED
     assert len(TraceSet.from_path(root).traces["scale_add"]) == 4
+
+
+def test_untimed_references_verdicts_with_the_first_call_made_beside_the_reference(tmp_path):
+    """With the reference not timed (``profile_baseline: false``) a workload's first correctness call runs in the
+    worker while the judge works out the reference's outputs (judge/main.py): the verdicts are those of calls made one
+    after the other, and a workload whose reference fails leaves the worker's channel in step for the next one."""
+    definition = {**SCALE_ADD, "reference": ("def run(x, y):\n    if x.shape[0] == 13:\n"
+                                             "        raise ValueError('no reference here')\n    return x * 2 + y\n")}
+    solutions = {"ok": OK, "off": "def run(x, y):\n    return x * 3 + y\n",
+                 "crash": "def run(x, y):\n    raise RuntimeError('crashed')\n"}
+    root = write_trace_set(tmp_path / "set", [definition], [python_solution(n, s) for n, s in solutions.items()],
+                           {"scale_add": [workload_line("scale_add", f"n{n}", {"n": n}) for n in (8, 13, 64)]})
+    config = CONFIG.model_copy(update={"profile_baseline": False})
+    result = Benchmark(TraceSet.from_path(root), config).run_all(save_results=False)
+    by_key = {(t.solution, t.workload.uuid): t.evaluation for t in result.traces["scale_add"]}
+    assert len(by_key) == 9
+    for solution, status in [("ok", EvaluationStatus.PASSED), ("off", EvaluationStatus.INCORRECT_NUMERICAL),
+                             ("crash", EvaluationStatus.RUNTIME_ERROR)]:
+        for uuid in ("n8", "n64"):
+            assert by_key[(solution, uuid)].status is status, by_key[(solution, uuid)].log
+        failed = by_key[(solution, "n13")]
+        assert failed.status is EvaluationStatus.RUNTIME_ERROR and "no reference here" in failed.log
+    assert "crashed" in by_key[("crash", "n64")].log
+    assert by_key[("ok", "n64")].performance.reference_latency_ms == 0.0

@@ -46,7 +46,7 @@ from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.local import LocalSolution, UncheckedSchedule
 from flashinfer_bench.bench.judge.phases import CHECKS, phase
 from flashinfer_bench.bench.judge.schedule import TimedSchedule
-from flashinfer_bench.bench.judge.solution import SolutionHandle
+from flashinfer_bench.bench.judge.solution import CallArgs, SolutionHandle
 from flashinfer_bench.bench.judge.windows import SessionLatency
 from flashinfer_bench.bench.slot import output_mismatch
 from flashinfer_bench.bench.wire.parent_judge import ReferenceTiming
@@ -251,6 +251,12 @@ class Evaluator(ABC):
         if profile:
             baseline.reference_timing = time_reference(reference, ctx, call_ms)
         return baseline
+
+    @classmethod
+    def first_call(cls, ctx: EvaluationContext) -> CallArgs:
+        """``check_correctness``'s first call as it is known before the baseline (its trial's first draw, no input
+        sent back): the judge has the worker make it while the reference works out its outputs (judge/main.py)."""
+        return CallArgs(ctx.trial_seed(0))
 
     @classmethod
     def check_correctness(cls, ctx: EvaluationContext, solution: SolutionHandle, baseline: Baseline) -> CorrectnessResult:

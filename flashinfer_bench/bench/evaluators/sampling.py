@@ -47,7 +47,7 @@ from flashinfer_bench.bench.evaluators.homogeneity import Homogeneity, homogenei
 from flashinfer_bench.bench.harness import seeded
 from flashinfer_bench.bench.inputs import InputKey, holds_floats
 from flashinfer_bench.bench.judge.context import EvaluationContext
-from flashinfer_bench.bench.judge.solution import SolutionHandle
+from flashinfer_bench.bench.judge.solution import CallArgs, SolutionHandle
 from flashinfer_bench.bench.seeds import stable_seed
 from flashinfer_bench.data import Correctness, Definition, DType, EvaluationStatus
 
@@ -128,6 +128,11 @@ def timed_score_calibration(probs: torch.Tensor, counts: torch.Tensor) -> tuple[
 
 def draw_seed(trial: int, role: str) -> int:
     return stable_seed("sampling", trial, role)
+
+
+def validation_draws(ctx: EvaluationContext) -> int:
+    """The solution's draws per trial (``sampling_validation_trials``); the reference makes more."""
+    return int(ctx.config.extra.get("sampling_validation_trials", DEFAULT_VALIDATION_TRIALS))
 
 
 def histogram(samples: list[torch.Tensor], vocab: int) -> torch.Tensor:
@@ -284,7 +289,7 @@ class SamplingEvaluator(Evaluator):
                 f"the sampling evaluator judges one sample per row of the definition's probabilities ({rows} rows "
                 f"here); its outputs hold {samples} values per call: samples that do not follow one row each "
                 "(speculative sampling's accepted tokens) need a check of their own (a definition's 'check')")
-        draws = REFERENCE_DRAW_FACTOR * int(ctx.config.extra.get("sampling_validation_trials", DEFAULT_VALIDATION_TRIALS))
+        draws = REFERENCE_DRAW_FACTOR * validation_draws(ctx)
         baseline.extra["histograms"] = [
             reference_histogram(reference, ctx, x, draws, draw_seed(trial, "reference"))
             for trial, x in enumerate(baseline.inputs)
@@ -308,10 +313,14 @@ class SamplingEvaluator(Evaluator):
         return None
 
     @classmethod
+    def first_call(cls, ctx: EvaluationContext) -> CallArgs:
+        return CallArgs(ctx.trial_seed(0), validation_draws(ctx), draw_seed(0, "solution"))
+
+    @classmethod
     def check_correctness(cls, ctx: EvaluationContext, solution: SolutionHandle, baseline: Baseline) -> CorrectnessResult:
         if "histograms" not in baseline.extra:
             raise ValueError("the sampling evaluator needs the baseline built by SamplingEvaluator.build_baseline")
-        draws = int(ctx.config.extra.get("sampling_validation_trials", DEFAULT_VALIDATION_TRIALS))
+        draws = validation_draws(ctx)
         significance = float(ctx.config.extra.get("sampling_significance", DEFAULT_SIGNIFICANCE))
         test = Homogeneity()
         for trial, (inputs, ref_hist) in enumerate(zip(baseline.inputs, baseline.extra["histograms"], strict=True)):

@@ -180,7 +180,7 @@ class Judge:
             self.floor, self.floor_measured_at = calibrate(ctx, noop), time.monotonic()
         try:
             evaluator = load_evaluator(item.evaluator)
-            if fresh:
+            if fresh and item.profile_baseline:
                 with phase(REFERENCE):
                     self.time_references(evaluator, item)
         except Exception:  # noqa: BLE001 - the reference or the workload is broken, not the solution
@@ -188,16 +188,22 @@ class Judge:
         with phase(BUILD):
             self.load(worker, item, log_path, calibration=False)
         self.conn.send((protocol.BUILT, None))
+        assert self.floor is not None  # the first worker attached was fresh, and calibrated above
+        solution = RemoteSolution(ctx, worker, slots, self.floor, self.worker_pid, self.facts_of(item))
+        if self.baseline_key(item) not in self.baselines and not item.times_reference:
+            # Its first correctness call runs in the worker while the reference works out the same inputs' outputs
+            # here: neither is timed (a reference timed now waits for a quiet device, time_references).
+            solution.start_call(evaluator.first_call(ctx))
         try:
             with phase(REFERENCE):
                 baseline = self.baseline(evaluator, ctx, item)
         except Exception:  # noqa: BLE001 - the reference or the workload is broken, not the solution
-            return self.reference_failed()
+            failed = self.reference_failed()
+            solution.settle()
+            return failed
         if item.reference is not None:
             baseline.reference_timing = item.reference
         self.conn.send((protocol.BASELINE, (item.workload.uuid, baseline.reference_timing)))
-        assert self.floor is not None  # the first worker attached was fresh, and calibrated above
-        solution = RemoteSolution(ctx, worker, slots, self.floor, self.worker_pid, self.facts_of(item))
         try:
             with phase(CHECKS):
                 result = evaluator.check_correctness(ctx, solution, baseline)
@@ -263,8 +269,13 @@ class Judge:
             self.solution_facts.popitem(last=False)
         return facts
 
+    @staticmethod
+    def baseline_key(item: WorkItem) -> tuple[str, str, str, int]:
+        """What a kept baseline serves: the workload, the evaluator, and the secret (a new one draws new inputs)."""
+        return (*item.workload_key, item.evaluator, item.secret)
+
     def baseline(self, evaluator: Any, ctx: EvaluationContext, item: WorkItem) -> Any:
-        key = (*item.workload_key, item.evaluator, item.secret)  # a new secret draws new inputs
+        key = self.baseline_key(item)
         if key in self.baselines:
             self.baselines.move_to_end(key)
             return self.baselines[key]
@@ -274,8 +285,7 @@ class Judge:
         reference = self.references.get(item.definition.name)
         if reference is None:
             reference = self.references[item.definition.name] = reference_callee(item.definition)
-        baseline = evaluator.build_baseline(ctx, reference,
-                                            profile=item.profile_baseline and item.reference is None)
+        baseline = evaluator.build_baseline(ctx, reference, profile=item.times_reference)
         self.baselines[key] = baseline
         self.evict_baselines(keep_newest=True)
         return baseline

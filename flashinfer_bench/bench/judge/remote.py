@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import wait
 
 from flashinfer_bench.bench.judge.clock import ClockFloor, HostWatch
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.judge.slots import SlotKeeper
 from flashinfer_bench.bench.judge.solution import (
+    CallArgs,
     CallResult,
     Schedule,
     SolutionFacts,
@@ -19,6 +24,7 @@ from flashinfer_bench.bench.judge.solution import (
     read_outputs,
 )
 from flashinfer_bench.bench.wire.claims import TimingClaim
+from flashinfer_bench.bench.wire.failures import CallFailed
 from flashinfer_bench.bench.wire.judge_worker import (
     Call,
     Called,
@@ -34,6 +40,16 @@ from flashinfer_bench.bench.wire.judge_worker import (
 )
 
 
+@dataclass
+class StartedCall:
+    """A call the worker was asked for ahead of the ``call`` that takes it up (``RemoteSolution.start_call``)."""
+
+    args: CallArgs
+    #: When it was sent, and when its answer could be read (``time.perf_counter()``; None until then).
+    sent_at: float
+    arrived_at: float | None = None
+
+
 class RemoteSolution(SolutionHandle):
     def __init__(self, ctx: EvaluationContext, channel: WorkerChannel, slots: SlotKeeper,
                  floor: ClockFloor | None = None, worker_pid: int | None = None,
@@ -44,6 +60,7 @@ class RemoteSolution(SolutionHandle):
         self.floor = floor
         #: The worker's process (the one that makes the calls), as the judge sees it; None where unknown.
         self.worker_pid = worker_pid
+        self.started: StartedCall | None = None
 
     def host_watch(self) -> HostWatch:
         return HostWatch(self.worker_pid) if self.worker_pid is not None else super().host_watch()
@@ -55,16 +72,53 @@ class RemoteSolution(SolutionHandle):
             raise RuntimeError("timing needs the clock floor of the worker's device, which was not measured")
         return self.floor
 
+    def start_call(self, args: CallArgs) -> None:
+        """Have the worker make the call ``args`` asks for now, while the judge does work of its own (the reference's
+        outputs for the same inputs: judge/main.py); the ``call`` that asks for the same takes up its answer, and any
+        other request settles it first (``settle``). Its time on the judge's clock runs until its answer could be
+        read, which a thread watches for: the judge reads it only once its own work is done."""
+        self.settle()
+        self.slots.at_least(call_slot_bytes(self.ctx, args.repeat, args.return_inputs))
+        started = StartedCall(args, time.perf_counter())
+        self.channel.send(Call(seed=args.seed, repeat=args.repeat, rng_seed=args.rng_seed,
+                               return_inputs=list(args.return_inputs)))
+        self.started = started
+        threading.Thread(target=self._watch, args=(started,), name="fib-call-watch", daemon=True).start()
+
+    def _watch(self, started: StartedCall) -> None:
+        # Where the judge read the answer first, this returns at the channel's next message, stamping a call that
+        # is done with.
+        with contextlib.suppress(OSError, ValueError):  # the channel closed under it: nothing to read
+            wait([self.channel.conn])
+        started.arrived_at = time.perf_counter()
+
+    def settle(self) -> None:
+        """A started call that no ``call`` took up: its answer is read and dropped (a failure of the solution's
+        included: the call asked for instead meets it again). WorkerGone where the worker is gone."""
+        started, self.started = self.started, None
+        if started is not None:
+            with contextlib.suppress(CallFailed):
+                self.channel.receive(Called)
+
     def call(self, seed: int, *, repeat: int = 1, rng_seed: int | None = None,
              return_inputs: Sequence[str] = ()) -> CallResult:
+        args = CallArgs(seed, repeat, rng_seed, tuple(return_inputs))
+        if self.started is not None and self.started.args != args:
+            self.settle()
         slot = self.slots.at_least(call_slot_bytes(self.ctx, repeat, return_inputs))
-        started = time.perf_counter()
-        self.channel.send(Call(seed=seed, repeat=repeat, rng_seed=rng_seed, return_inputs=list(return_inputs)))
+        started, self.started = self.started, None
+        if started is None:
+            started = StartedCall(args, time.perf_counter())
+            self.channel.send(Call(seed=seed, repeat=repeat, rng_seed=rng_seed, return_inputs=list(return_inputs)))
         called = self.channel.receive(Called)
-        self.latest_call_ms = (time.perf_counter() - started) * 1e3 / max(repeat, 1)
+        read_at = time.perf_counter()
+        # The watcher's stamp where it came first (the judge was busy as the answer arrived), else now.
+        arrived = min(read_at, started.arrived_at or read_at)
+        self.latest_call_ms = (arrived - started.sent_at) * 1e3 / max(repeat, 1)
         return read_call_result(self.ctx, slot, repeat, return_inputs, list(called.wrote))
 
     def time(self, iterations: int, warmup: int, schedule: Schedule) -> TimingClaim:
+        self.settle()
         per_call = call_slot_bytes(self.ctx, 1, ())
         slot = self.slots.at_least(per_call * most_calls_shipped(schedule))
         layouts = self.ctx.output_layouts

@@ -24,6 +24,17 @@ from flashinfer_bench.bench.wire.judge_worker import Sent
 
 
 @dataclass(frozen=True)
+class CallArgs:
+    """What a ``SolutionHandle.call`` asks for: calls on the inputs drawn from ``seed``, ``repeat`` times (with
+    ``rng_seed`` for a sampler's draws), and the inputs whose values the last call left to be sent back."""
+
+    seed: int
+    repeat: int = 1
+    rng_seed: int | None = None
+    return_inputs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class CallResult:
     #: Per repeated call, its outputs in definition order.
     outputs: list[tuple[torch.Tensor, ...]]

@@ -155,11 +155,10 @@ class DeviceSlot:
         running could otherwise share the device with them and slow them down, its speed-up up (docs/security.md)."""
         judge, environment = self._ready_judge()
         self._show(policy_for(self.policy, item))
-        times_reference = item.profile_baseline and item.reference is None
-        if self.active is not None and (self.active_key != item.solution_key or times_reference):
+        if self.active is not None and (self.active_key != item.solution_key or item.times_reference):
             self._retire_active()
         self._wait_retired(item.solution_key)
-        if times_reference:
+        if item.times_reference:
             self._wait_stopped()
         worker = self._attached_worker(judge)
         self.active_solution, self.active_key = item.solution, item.solution_key

@@ -62,6 +62,11 @@ class WorkItem:
         return self.definition.name, self.workload.uuid
 
     @property
+    def times_reference(self) -> bool:
+        """Whether the judge times the reference on this item's workload (asked for, and not known yet)."""
+        return self.profile_baseline and self.reference is None
+
+    @property
     def solution_key(self) -> tuple[str, str]:
         """Which solution's code the item runs: a worker never runs items of two keys."""
         return self.solution.name, self.solution.content_hash()

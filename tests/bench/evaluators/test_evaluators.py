@@ -19,6 +19,8 @@ from flashinfer_bench.bench.evaluators import (
     resolve_evaluator,
 )
 from flashinfer_bench.bench.evaluators.evaluator import TimedOutputsMismatch
+from flashinfer_bench.bench.judge.local import LocalSolution
+from flashinfer_bench.bench.judge.solution import CallArgs
 from flashinfer_bench.bench.slot import TensorLayout, output_mismatch
 from flashinfer_bench.data import Definition, EvaluationStatus, Workload
 
@@ -215,6 +217,27 @@ def test_sampling_judged_by_distribution():
     bounded = judge(SamplingEvaluator, SAMPLING, lambda p: torch.multinomial(p, 1).squeeze(1), cfg=strict,
                     workload=SAMPLING_WORKLOAD)
     assert bounded.status is EvaluationStatus.INCORRECT_NUMERICAL and "sampling_tvd_threshold" in bounded.message
+
+
+@pytest.mark.parametrize("kind", ["default", "sampling"])
+def test_first_call_is_the_call_check_correctness_makes_first(kind):
+    """The judge has the worker make ``first_call`` while the reference runs (judge/main.py): it serves only where
+    check_correctness asks for the same call first."""
+    evaluator, definition, cfg, workload = {
+        "default": (DefaultEvaluator, SCALE, CFG, WORKLOAD),
+        "sampling": (SamplingEvaluator, SAMPLING, SAMPLING_CFG, SAMPLING_WORKLOAD),
+    }[kind]
+    ctx = evaluation_context(definition, workload, cfg)
+    asked = []
+
+    class Recording(LocalSolution):
+        def call(self, seed, *, repeat=1, rng_seed=None, return_inputs=()):
+            asked.append(CallArgs(seed, repeat, rng_seed, tuple(return_inputs)))
+            return super().call(seed, repeat=repeat, rng_seed=rng_seed, return_inputs=return_inputs)
+
+    baseline = evaluator.build_baseline(ctx, reference_callee(definition), profile=False)
+    assert evaluator.check_correctness(ctx, Recording(ctx, reference_callee(definition)), baseline).passed
+    assert asked[0] == evaluator.first_call(ctx)
 
 
 DSA = Definition.model_validate({
