@@ -189,3 +189,25 @@ def test_untimed_references_verdicts_with_the_first_call_made_beside_the_referen
         assert failed.status is EvaluationStatus.RUNTIME_ERROR and "no reference here" in failed.log
     assert "crashed" in by_key[("crash", "n64")].log
     assert by_key[("ok", "n64")].performance.reference_latency_ms == 0.0
+
+
+def test_a_slow_solution_is_judged_on_checks_worked_out_during_its_correctness_call(tmp_path):
+    """A correctness call that runs past SLOW_CALL_MS fixes the first session's plan, whose picked calls' reference
+    outputs the judge works out meanwhile (evaluators/ahead.py): honest slow calls pass on them, and timed calls that
+    return an earlier call's outputs fail on them. Judged on the CPU, on any machine: there a session's calls are made
+    one at a time (on a GPU a solution's first session asks for replays, whose picks are not known ahead)."""
+    from flashinfer_bench.bench.evaluators.sessions import SLOW_CALL_MS
+    from flashinfer_bench.bench.runner import persistent_runner
+
+    pause = f"    time.sleep({SLOW_CALL_MS / 1e3 + 0.05})\n"
+    slow = f"import time\ndef run(x, y):\n{pause}    return x * 2 + y\n"
+    stale = ("import time\nKEPT = []\ndef run(x, y):\n" + pause
+             + "    if not KEPT:\n        KEPT.append(x * 2 + y)\n    return KEPT[0].clone()\n")
+    root = scale_add_set(tmp_path, {"slow": slow, "stale": stale}, sizes=(64,))
+    result = Benchmark(TraceSet.from_path(root), CONFIG,
+                       runner_factory=lambda c: persistent_runner(["cpu"], timeout_seconds=60)).run_all(save_results=False)
+    by_name = {t.solution: t.evaluation for t in result.traces["scale_add"]}
+    assert by_name["slow"].status is EvaluationStatus.PASSED, by_name["slow"].log
+    assert by_name["slow"].performance.extra["timed_calls"] == [3]
+    assert by_name["stale"].status is EvaluationStatus.INCORRECT_NUMERICAL
+    assert "timed call" in by_name["stale"].log

@@ -27,6 +27,7 @@ import torch
 
 from flashinfer_bench.bench.calling import Callee, clone_inputs, invoke, written_inputs
 from flashinfer_bench.bench.config import ResolvedEvalConfig
+from flashinfer_bench.bench.evaluators.ahead import work_ahead
 from flashinfer_bench.bench.evaluators.compare import (
     ValueErrors,
     all_zero,
@@ -37,9 +38,12 @@ from flashinfer_bench.bench.evaluators.compare import (
 from flashinfer_bench.bench.evaluators.sessions import (
     REFERENCE_SESSION_MS,
     SOLUTION_SESSION_MS,
+    asks_replays,
     fewer_calls_note,
     session_calls,
+    session_purpose,
 )
+from flashinfer_bench.bench.evaluators.timing_extra import timing_extra
 from flashinfer_bench.bench.inputs import InputKey
 from flashinfer_bench.bench.judge.clock import synchronize
 from flashinfer_bench.bench.judge.context import EvaluationContext
@@ -47,11 +51,9 @@ from flashinfer_bench.bench.judge.local import LocalSolution, UncheckedSchedule
 from flashinfer_bench.bench.judge.phases import CHECKS, phase
 from flashinfer_bench.bench.judge.schedule import TimedSchedule
 from flashinfer_bench.bench.judge.solution import CallArgs, SolutionHandle
-from flashinfer_bench.bench.judge.windows import SessionLatency
 from flashinfer_bench.bench.slot import output_mismatch
 from flashinfer_bench.bench.wire.parent_judge import ReferenceTiming
 from flashinfer_bench.data import Correctness, Definition, EvaluationStatus, Performance
-from flashinfer_bench.data import performance_extra as key
 from flashinfer_bench.timing.stats import summarize
 
 
@@ -128,39 +130,6 @@ def time_reference(reference: Callee, ctx: EvaluationContext, call_ms: float | N
     return ReferenceTiming(fmean(medians), (stats.ci95_low_ms, stats.ci95_high_ms), conditions)
 
 
-def timing_extra(sessions: list[SessionLatency], cfg: ResolvedEvalConfig, setup_ms: float | None,
-                 reference: ReferenceTiming | None) -> dict[str, Any]:
-    """What a trace keeps beside its latency (``performance.extra``, keys: data/performance_extra.py): how it was
-    measured and how noisy it was, over the sessions whose claims were believed, and the settings."""
-    believed = [s for s in sessions if s.samples_ms]
-    samples = [sample for s in believed for sample in s.samples_ms]
-    extra: dict[str, Any] = {
-        key.TRIAL_LATENCIES_MS: [s.latency_ms for s in sessions],
-        key.SETTINGS: cfg.model_dump(mode="json"),
-    }
-    if samples:
-        stats = summarize(samples)
-        extra |= {key.TIMING_METHOD: believed[0].conditions["timer"], key.SAMPLES: len(samples),
-                  key.LATENCY_STD_MS: stats.std_ms, key.LATENCY_CI95_MS: [stats.ci95_low_ms, stats.ci95_high_ms]}
-    if len(believed) < len(sessions):
-        extra[key.JUDGE_ESTIMATED_TRIALS] = len(sessions) - len(believed)
-    if setup_ms is not None:
-        extra[key.SETUP_LATENCY_MS] = setup_ms
-    if sessions:
-        extra[key.TIMING_CONDITIONS] = dict(sessions[0].conditions)
-        extra[key.JUDGE_CLOCK_MS] = [round(s.clocked_ms, 6) for s in sessions]
-        extra[key.TIMED_CALLS] = [s.timed_calls for s in sessions]
-        busiest = max(s.busy_fraction for s in sessions)
-        if busiest > 0:
-            extra[key.HOST_BUSY_FRACTION] = round(busiest, 4)
-    if reference is not None:
-        if reference.ci95_ms is not None:
-            extra[key.REFERENCE_CI95_MS] = list(reference.ci95_ms)
-        if reference.conditions:
-            extra[key.REFERENCE_TIMING_CONDITIONS] = dict(reference.conditions)
-    return extra
-
-
 #: Each timed call's outputs are checked with this probability, decided after the call (``extra``:
 #: ``timed_check_probability``); the session's planned last call is always checked. Calls beyond it (the timer
 #: measures a batch again when the host was late with its launches, timing/api.py) are picked at random only.
@@ -191,17 +160,29 @@ class TimedCheck:
     def expected(self, key: InputKey, inputs: list[Any]) -> Any:
         """What the call of inputs drawn from ``key`` is judged against, worked out from its inputs (which are not
         kept): here the reference's outputs, kept in the baseline for the next solutions of the workload."""
-        assert self.baseline.reference is not None
         kept = self.baseline.timed_expected
         if key in kept:
             return kept[key]
-        ctx = self.ctx
-        outputs = invoke(self.baseline.reference, ctx.definition, ctx.workload, clone_inputs(inputs), ctx.device)
-        size = sum(t.nbytes for t in outputs if isinstance(t, torch.Tensor))
-        if self.baseline.timed_expected_bytes + size <= TIMED_EXPECTED_BYTES:
-            kept[key] = outputs
-            self.baseline.timed_expected_bytes += size
+        outputs = self._reference_outputs(inputs)
+        self._keep(key, outputs, whatever_size=False)
         return outputs
+
+    def work_out(self, key: InputKey) -> None:
+        """``expected`` for the call of inputs drawn from ``key`` before the call is made (evaluators/ahead.py), kept
+        whatever its size: the session that picks it comes next."""
+        if key not in self.baseline.timed_expected:
+            self._keep(key, self._reference_outputs(self.ctx.inputs(key)), whatever_size=True)
+
+    def _reference_outputs(self, inputs: list[Any]) -> Any:
+        assert self.baseline.reference is not None
+        ctx = self.ctx
+        return invoke(self.baseline.reference, ctx.definition, ctx.workload, clone_inputs(inputs), ctx.device)
+
+    def _keep(self, key: InputKey, outputs: Any, *, whatever_size: bool) -> None:
+        size = sum(t.nbytes for t in outputs if isinstance(t, torch.Tensor))
+        if whatever_size or self.baseline.timed_expected_bytes + size <= TIMED_EXPECTED_BYTES:
+            self.baseline.timed_expected[key] = outputs
+            self.baseline.timed_expected_bytes += size
 
     def check(self, calls: list[tuple[tuple[torch.Tensor, ...], Any]]) -> CorrectnessResult | None:
         """The first failing verdict among these timed calls (each its outputs and its ``expected``), or None."""
@@ -266,6 +247,9 @@ class Evaluator(ABC):
         outputs = []
         for trial, reference in enumerate(baseline.outputs):
             in_out = baseline.written[trial] if baseline.written else {}
+            if trial + 1 == len(baseline.outputs):  # the call the timing sessions are sized on
+                work_ahead(ctx, solution, CallArgs(baseline.seeds[trial], return_inputs=tuple(in_out)),
+                           lambda: cls.timed_check(ctx, baseline))
             result = solution.call(baseline.seeds[trial], return_inputs=list(in_out))
             written = [name for name in result.wrote if name not in in_out]
             if written:
@@ -367,12 +351,12 @@ class Evaluator(ABC):
         sessions = []
         floor = solution.clock_floor()
         call_ms = solution.latest_call_ms
-        replayable = ctx.input_plan.replay_obstacle is None and not solution.facts.replays_refused
+        replayable = asks_replays(ctx, solution)
         warmup, iterations = session_calls(cfg, call_ms, SOLUTION_SESSION_MS, replayable)
         timing = baseline.reference_timing
         while len(sessions) < cfg.num_trials:
             check = cls.timed_check(ctx, baseline)
-            schedule = TimedSchedule(ctx, ("timed", len(sessions)), warmup, iterations, check.probability,
+            schedule = TimedSchedule(ctx, session_purpose(len(sessions)), warmup, iterations, check.probability,
                                      solution.host_watch(), floor.replay_round_ms or 0.0,
                                      trials=cfg.num_trials - len(sessions),
                                      reference_call_ms=timing.latency_ms if timing is not None else None)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from flashinfer_bench.bench.config import ResolvedEvalConfig
+
+if TYPE_CHECKING:
+    from flashinfer_bench.bench.judge.context import EvaluationContext
+    from flashinfer_bench.bench.judge.solution import SolutionHandle
 
 #: A timing session makes the configured calls, or fewer where its calls are slow: as many as its latest known call
 #: would take the session's time for (``REFERENCE_SESSION_MS``, ``SOLUTION_SESSION_MS``), at least
@@ -16,6 +22,22 @@ REFERENCE_SESSION_MS, SOLUTION_SESSION_MS, SESSION_LEAST_CALLS = 100.0, 1000.0, 
 #: (the baseline's last trial for the reference, the last correctness call for a solution), warmed it. A replayed
 #: session keeps one: its replays begin where its warm-up ends (bench/harness.py).
 WARMED_BY_ONE_CALL_MS = 100.0
+
+
+#: From a latest call this long on (ms), a solution's session made one at a time is planned alike whatever the call's
+#: length: ``SESSION_LEAST_CALLS`` calls (fewer where configured so), no warm-up (evaluators/ahead.py).
+SLOW_CALL_MS = max(SOLUTION_SESSION_MS / SESSION_LEAST_CALLS, WARMED_BY_ONE_CALL_MS)
+
+
+def session_purpose(trial: int) -> tuple[str, int]:
+    """What the seeds of a solution's timing session for ``trial`` derive from (``EvaluationContext.seed_stream``)."""
+    return "timed", trial
+
+
+def asks_replays(ctx: EvaluationContext, solution: SolutionHandle) -> bool:
+    """Whether the solution's timing sessions ask for their calls to be replayed from CUDA graphs: where the inputs
+    can be drawn on the device and the solution did not refuse replays before (judge/solution.py SolutionFacts)."""
+    return ctx.input_plan.replay_obstacle is None and not solution.facts.replays_refused
 
 
 def session_calls(cfg: ResolvedEvalConfig, call_ms: float | None, session_ms: float,

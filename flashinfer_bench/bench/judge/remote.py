@@ -76,7 +76,10 @@ class RemoteSolution(SolutionHandle):
         """Have the worker make the call ``args`` asks for now, while the judge does work of its own (the reference's
         outputs for the same inputs: judge/main.py); the ``call`` that asks for the same takes up its answer, and any
         other request settles it first (``settle``). Its time on the judge's clock runs until its answer could be
-        read, which a thread watches for: the judge reads it only once its own work is done."""
+        read, which a thread watches for: the judge reads it only once its own work is done. A call already started
+        with the same ``args`` goes on."""
+        if self.started is not None and self.started.args == args:
+            return
         self.settle()
         self.slots.at_least(call_slot_bytes(self.ctx, args.repeat, args.return_inputs))
         started = StartedCall(args, time.perf_counter())
@@ -91,6 +94,12 @@ class RemoteSolution(SolutionHandle):
         with contextlib.suppress(OSError, ValueError):  # the channel closed under it: nothing to read
             wait([self.channel.conn])
         started.arrived_at = time.perf_counter()
+
+    def answered_within(self, ms: float) -> bool:
+        started = self.started
+        if started is None or started.arrived_at is not None:
+            return True
+        return bool(wait([self.channel.conn], max(0.0, started.sent_at + ms / 1e3 - time.perf_counter())))
 
     def settle(self) -> None:
         """A started call that no ``call`` took up: its answer is read and dropped (a failure of the solution's

@@ -125,6 +125,16 @@ class SolutionHandle(ABC):
     def clock_floor(self) -> ClockFloor:
         """What the harness costs per call where this solution runs, measured before its code was there."""
 
+    def start_call(self, args: CallArgs) -> None:
+        """Have the call ``args`` asks for made now, ahead of the ``call`` that asks for the same (judge/remote.py);
+        where the callee runs in this process it is made when it is asked for."""
+        return None
+
+    def answered_within(self, ms: float) -> bool:
+        """Whether the started call was answered within ``ms`` of its start, waiting until then at most: at once where
+        calls are made when they are asked for."""
+        return True
+
     @abstractmethod
     def call(self, seed: int, *, repeat: int = 1, rng_seed: int | None = None,
              return_inputs: Sequence[str] = ()) -> CallResult:

@@ -105,3 +105,15 @@ def test_a_failure_of_a_call_no_one_took_up_is_dropped_and_the_call_asked_for_me
     assert remote.started is None
     with pytest.raises(CallFailed, match="no"):
         remote.call(remote.ctx.trial_seed(0))
+
+
+def test_answered_within_waits_at_most_so_long_and_a_start_of_the_same_call_lets_it_go_on(remote_of):
+    remote = remote_of("import time\ndef run(x, y):\n    time.sleep(1.0)\n    return x * 2 + y\n")
+    seed = remote.ctx.trial_seed(0)
+    remote.start_call(CallArgs(seed))
+    assert not remote.answered_within(50)
+    remote.start_call(CallArgs(seed))  # the same call: no second one
+    assert remote.answered_within(60_000)  # returns once the answer is there
+    torch.testing.assert_close(remote.call(seed).outputs[0][0], expected(remote, seed))
+    assert remote.channel.calls == 1 and remote.latest_call_ms >= 1000
+    assert remote.answered_within(0)  # nothing started
