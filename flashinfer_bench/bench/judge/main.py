@@ -199,8 +199,9 @@ class Judge:
                 baseline = self.baseline(evaluator, ctx, item)
         except Exception:  # noqa: BLE001 - the reference or the workload is broken, not the solution
             failed = self.reference_failed()
-            solution.settle()
-            return failed
+            # A call started beside the reference may still be running: the worker goes, rather than the verdict
+            # waiting for its answer.
+            return replace(failed, retire=True) if solution.started is not None else failed
         if item.reference is not None:
             baseline.reference_timing = item.reference
         self.conn.send((protocol.BASELINE, (item.workload.uuid, baseline.reference_timing)))

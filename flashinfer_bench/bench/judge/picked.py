@@ -13,7 +13,6 @@ import torch
 from flashinfer_bench.bench.inputs import InputKey
 from flashinfer_bench.bench.judge.clock import HostWatch, synchronize
 from flashinfer_bench.bench.judge.context import EvaluationContext
-from flashinfer_bench.bench.seeds import SeedStream
 from flashinfer_bench.bench.slot import total_bytes
 
 #: The picked calls of a session are checked together (one comparison, evaluator.output_errors_each) in groups
@@ -42,14 +41,6 @@ class PickedCallCheck(Protocol):
     def expected(self, key: InputKey, inputs: list[Any]) -> Any: ...
     def check(self, calls: list[tuple[tuple[torch.Tensor, ...], Any]]) -> Verdict | None: ...
     def finish(self) -> Verdict | None: ...
-
-
-def picked(stream: SeedStream, probability: float, index: int, planned_calls: int) -> bool:
-    """Whether call ``index`` of a session made one at a time, of ``planned_calls`` planned, is checked: a draw from the
-    run's secret (the session's seed stream), unpredictable to the worker and the same for every solution of the
-    workload, so the reference's outputs for it serve them all (evaluators/evaluator.py ``TimedCheck``); and always
-    the planned last."""
-    return stream.seed("pick", index) / (1 << 63) < probability or index + 1 == planned_calls
 
 
 @dataclass

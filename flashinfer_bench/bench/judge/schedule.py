@@ -45,14 +45,7 @@ from flashinfer_bench.bench.inputs import DrawAt, InputKey
 from flashinfer_bench.bench.judge.arena import HostArena, give_back, lease
 from flashinfer_bench.bench.judge.clock import ClockFloor, HostReading, HostWatch, copy_out_ms, synchronize
 from flashinfer_bench.bench.judge.context import EvaluationContext
-from flashinfer_bench.bench.judge.picked import (
-    PickedCall,
-    PickedCallCheck,
-    Verdict,
-    draw_again,
-    judge_calls,
-    picked,
-)
+from flashinfer_bench.bench.judge.picked import PickedCall, PickedCallCheck, Verdict, draw_again, judge_calls
 from flashinfer_bench.bench.judge.replayed import (
     NOT_REPLAYED_NOTE,
     REPLAYED_MARGIN_MS,
@@ -206,9 +199,12 @@ class TimedSchedule:
         self.ended, self.short_round = count, count < len(self.seeds)
         if replay:
             self.replayed_from = count
+        # Whether call i is checked: a draw from the run's secret, unpredictable to the worker and the same for
+        # every solution of the workload (so the reference's outputs for it serve them all: TimedCheck.expected).
         if replayed:
             return replayed_picks(self.stream, self.probability, first, count, self.calls - 1)
-        return [i for i in range(first, count) if picked(self.stream, self.probability, i, self.calls)]
+        return [i for i in range(first, count)
+                if self.stream.seed("pick", i) / (1 << 63) < self.probability or i + 1 == self.calls]
 
     def asking(self) -> float:
         """Now, as the picked calls' outputs are asked for: their shipment's window opens."""

@@ -1,5 +1,5 @@
-"""The checks of a slow solution's first timing session worked out while its last correctness call runs
-(evaluators/ahead.py), judged in-process on the CPU."""
+"""The check of a slow solution's first timing session's planned last call worked out while its last correctness
+call runs (evaluators/ahead.py), judged in-process on the CPU."""
 
 import time
 
@@ -17,7 +17,6 @@ from flashinfer_bench.bench.evaluators.sessions import (
     session_purpose,
 )
 from flashinfer_bench.bench.judge.local import LocalSolution
-from flashinfer_bench.bench.judge.picked import picked
 from flashinfer_bench.data import Definition, Workload
 
 DEFINITION = Definition.model_validate(SCALE_ADD)
@@ -51,8 +50,7 @@ def slow_solution(ctx, answered: bool) -> LocalSolution:
 
 
 @pytest.mark.parametrize("trials", [1, 2])
-def test_a_slow_last_correctness_call_has_the_first_sessions_picks_worked_out_and_the_session_calls_no_reference(
-        trials):
+def test_a_slow_last_correctness_call_has_the_first_sessions_last_check_worked_out_before_the_session(trials):
     cfg = ResolvedEvalConfig(warmup_runs=2, iterations=8, num_trials=trials, rtol=1e-2, atol=1e-2,
                              extra={"timed_check_probability": 0.5})
     ctx = evaluation_context(DEFINITION, WORKLOAD, cfg)
@@ -61,21 +59,25 @@ def test_a_slow_last_correctness_call_has_the_first_sessions_picks_worked_out_an
     assert reference.calls == trials and not baseline.timed_expected
     solution = slow_solution(ctx, answered=False)
     assert DefaultEvaluator.check_correctness(ctx, solution, baseline).passed
-    # The first session's plan is known: no warm-up, SESSION_LEAST_CALLS calls, its picks drawn from the secret.
+    # The first session's plan is known: no warm-up, SESSION_LEAST_CALLS calls, the last of them always checked.
     warmup, iterations = session_calls(cfg, SLOW_CALL_MS, SOLUTION_SESSION_MS)
     stream = ctx.seed_stream(*session_purpose(0))
-    picks = [stream.seed(i) for i in range(warmup + iterations) if picked(stream, 0.5, i, warmup + iterations)]
-    assert (warmup, iterations) == (0, 3) and list(baseline.timed_expected) == picks
-    assert reference.calls == trials + len(picks)
-    for seed in picks:  # the reference's outputs for the inputs that call will be given
-        x, y = ctx.inputs(seed)
-        torch.testing.assert_close(baseline.timed_expected[seed][0], x * 2 + y)
+    last = stream.seed(warmup + iterations - 1)
+    assert (warmup, iterations) == (0, 3) and list(baseline.timed_expected) == [last]
+    assert reference.calls == trials + 1
+    x, y = ctx.inputs(last)  # the reference's outputs for the inputs that call will be given
+    torch.testing.assert_close(baseline.timed_expected[last][0], x * 2 + y)
+    picks = [i for i in range(warmup + iterations - 1) if stream.seed("pick", i) / (1 << 63) < 0.5]
     worked_out = reference.calls
     performance = DefaultEvaluator.eval_performance(ctx, solution, baseline)
     assert performance.performance.latency_ms > SLOW_CALL_MS
     assert performance.performance.extra["timed_calls"][0] == 3
-    # The first session's checks called no reference; a later trial's session has picks of its own.
-    assert reference.calls == worked_out if trials == 1 else reference.calls > worked_out
+    # The first session's checks called the reference for its random picks only; a later trial's session has picks
+    # of its own, its planned last among them.
+    if trials == 1:
+        assert reference.calls == worked_out + len(picks)
+    else:
+        assert reference.calls > worked_out + len(picks)
 
 
 def test_a_call_answered_in_time_has_nothing_worked_out():
