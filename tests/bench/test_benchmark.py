@@ -136,19 +136,24 @@ class MarksEverythingWrong(DefaultEvaluator):
         return CorrectnessResult(EvaluationStatus.INCORRECT_NUMERICAL, message=f"custom evaluator said no ({threshold})")
 
 
-def test_custom_evaluator_is_used_by_judges(tmp_path):
+@pytest.mark.parametrize("profile_baseline", [True, False])
+def test_custom_evaluator_is_used_by_judges(tmp_path, profile_baseline):
+    """Also where the reference is not timed, and the judge has the worker make the first correctness call beside
+    it: this evaluator never takes that call up, and the worker's next item is judged all the same."""
     definition = dict(SCALE_ADD, op_type="custom")
     root = write_trace_set(tmp_path, [definition], [python_solution("ok", OK)],
-                           {"scale_add": [workload_line("scale_add", "w", {"n": 8})]})
+                           {"scale_add": [workload_line("scale_add", w, {"n": 8}) for w in ("w1", "w2")]})
     register_evaluator(MarksEverythingWrong, first=True)
     try:
         config = CONFIG.with_overrides(op_type_config={"custom": {"extra": {"my_param": 7}}})
+        config = config.model_copy(update={"profile_baseline": profile_baseline})
         result = Benchmark(TraceSet.from_path(root), config).run_all(save_results=False)
     finally:
         _EVALUATORS.remove(MarksEverythingWrong)
-    evaluation = result.traces["scale_add"][0].evaluation
-    assert evaluation.status is EvaluationStatus.INCORRECT_NUMERICAL
-    assert "custom evaluator said no (7)" in evaluation.log
+    assert len(result.traces["scale_add"]) == 2
+    for trace in result.traces["scale_add"]:
+        assert trace.evaluation.status is EvaluationStatus.INCORRECT_NUMERICAL
+        assert "custom evaluator said no (7)" in trace.evaluation.log
 
 
 def test_a_workload_that_cannot_run_gets_a_runtime_error_per_solution_and_the_rest_runs(tmp_path):

@@ -208,6 +208,7 @@ class Judge:
         try:
             with phase(CHECKS):
                 result = evaluator.check_correctness(ctx, solution, baseline)
+                solution.settle()  # a call started ahead that the evaluator did not take up
             if not result.passed:
                 return WorkOutcome(result.status, log=result.message, correctness=result.correctness)
             with phase(TIMED):
