@@ -19,12 +19,14 @@ def test_a_call_is_its_parts_on_both_clocks(monkeypatch):
 
 def test_what_it_stamps_is_still_there_to_stamp(monkeypatch):
     load_benchmark("call_exchange", monkeypatch)
+    from flashinfer_bench.bench.evaluators import evaluator
     from flashinfer_bench.bench.harness import Harness
     from flashinfer_bench.bench.judge.remote import RemoteSolution
     from flashinfer_bench.bench.wire.judge_worker import JudgeChannel, WorkerChannel
 
     for owner, name in ((RemoteSolution, "call"), (WorkerChannel, "send"), (WorkerChannel, "receive"),
-                        (JudgeChannel, "send"), (JudgeChannel, "receive"), (Harness, "call")):
+                        (JudgeChannel, "send"), (JudgeChannel, "receive"), (Harness, "call"),
+                        (evaluator, "work_ahead")):
         assert callable(getattr(owner, name, None)), name
 
 
