@@ -3,9 +3,7 @@ call that asks for the same takes up its answer, any other settles it first, and
 when its answer arrived, not when the judge, busy meanwhile, read it."""
 
 import os
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -38,12 +36,12 @@ class CountedChannel(WorkerChannel):
 
 
 @pytest.fixture
-def remote_of():
+def remote_of(tmp_path):
     started = []
 
     def make(source: str) -> RemoteSolution:
         ctx = evaluation_context(DEFINITION, WORKLOAD, BenchmarkConfig.default().resolve(DEFINITION))
-        worker = WorkerProcess("cpu", Path(tempfile.mkdtemp(prefix="fib-started-call-")), worker_policy(()))
+        worker = WorkerProcess("cpu", tmp_path / f"cache{len(started)}", worker_policy(()))
         channel = CountedChannel(worker.handover())
         started.append((worker, channel))
         channel.receive(Ready)
