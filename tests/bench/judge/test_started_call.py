@@ -71,8 +71,10 @@ def test_the_call_asked_for_takes_up_the_started_one_timed_until_its_answer_arri
     seed = remote.ctx.trial_seed(0)
     remote.start_call(CallArgs(seed))
     started = remote.started
-    while started.arrived_at is None:  # the judge's own work, until the answer is there and a while after
-        time.sleep(0.01)
+    deadline = time.monotonic() + 60
+    while started.arrived_at is None and time.monotonic() < deadline:  # the judge's own work, until the answer
+        time.sleep(0.01)                                                # is there and a while after
+    assert started.arrived_at is not None
     time.sleep(0.5)
     asked_at = time.perf_counter()
     result = remote.call(seed)
