@@ -80,13 +80,18 @@ class RemoteSolution(SolutionHandle):
         with the same ``args`` goes on."""
         if self.started is not None and self.started.args == args:
             return
+        self.started = started = self._send(args)
+        threading.Thread(target=self._watch, args=(started,), name="fib-call-watch", daemon=True).start()
+
+    def _send(self, args: CallArgs) -> StartedCall:
+        """Ask the worker for the call ``args`` says, in a buffer large enough for it (a call started before settled
+        first)."""
         self.settle()
         self.slots.at_least(call_slot_bytes(self.ctx, args.repeat, args.return_inputs))
         started = StartedCall(args, time.perf_counter())
         self.channel.send(Call(seed=args.seed, repeat=args.repeat, rng_seed=args.rng_seed,
                                return_inputs=list(args.return_inputs)))
-        self.started = started
-        threading.Thread(target=self._watch, args=(started,), name="fib-call-watch", daemon=True).start()
+        return started
 
     def _watch(self, started: StartedCall) -> None:
         # Where the judge read the answer first, this returns at the channel's next message, stamping a call that
@@ -112,13 +117,12 @@ class RemoteSolution(SolutionHandle):
     def call(self, seed: int, *, repeat: int = 1, rng_seed: int | None = None,
              return_inputs: Sequence[str] = ()) -> CallResult:
         args = CallArgs(seed, repeat, rng_seed, tuple(return_inputs))
-        if self.started is not None and self.started.args != args:
-            self.settle()
+        started = self.started
+        if started is not None and started.args == args:
+            self.started = None
+        else:
+            started = self._send(args)
         slot = self.slots.at_least(call_slot_bytes(self.ctx, repeat, return_inputs))
-        started, self.started = self.started, None
-        if started is None:
-            started = StartedCall(args, time.perf_counter())
-            self.channel.send(Call(seed=seed, repeat=repeat, rng_seed=rng_seed, return_inputs=list(return_inputs)))
         called = self.channel.receive(Called)
         read_at = time.perf_counter()
         # The watcher's stamp where it came first (the judge was busy as the answer arrived), else now.
