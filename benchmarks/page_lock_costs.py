@@ -4,6 +4,7 @@
 For each size: locking fresh shared memory (``cudaHostRegister``: its pages are faulted in too), locking the same
 pages again once resident, faulting fresh pages in alone (``MAP_POPULATE``), a second mapping of resident shared
 memory locked; copying that many bytes from the device into locked, resident pageable and fresh pageable memory;
+copying them back to the device from resident pageable and locked memory (as a judge reads a worker's outputs);
 and ``torch.empty(pin_memory=True)`` twice (the second from torch's cache, unless something emptied it).
 
     python benchmarks/page_lock_costs.py [--sizes-mb 64 256 512]
@@ -54,6 +55,10 @@ def measure(size: int) -> dict[str, float]:
     figures["copy from the device into locked memory"] = ms(lambda: fresh.copy_(source))
     cudart.cudaHostUnregister(fresh.data_ptr())
     figures["copy into resident pageable memory"] = ms(lambda: fresh.copy_(source))
+    figures["copy to the device from resident pageable memory"] = ms(lambda: source.copy_(fresh))
+    cudart.cudaHostRegister(fresh.data_ptr(), size, 0)
+    figures["copy to the device from locked memory"] = ms(lambda: source.copy_(fresh))
+    cudart.cudaHostUnregister(fresh.data_ptr())
     figures["copy into fresh pageable memory"] = ms(
         lambda: torch.frombuffer(mmap.mmap(-1, size), dtype=torch.uint8).copy_(source))
     figures["torch.empty(pin_memory=True)"] = ms(lambda: torch.empty(size, dtype=torch.uint8, pin_memory=True))

@@ -12,13 +12,20 @@ new worker's first: CUDA loads a kernel's module on its first launch) split into
 captures its graphs and sizes its buffers again); the phases of each evaluation's timing session are then listed
 one by one too.
 
+``--definition``: the definition's reference, as a solution, at a workload of ``--workloads`` (inputs drawn at
+random, no blobs), at the settings given (the public dataset's: ``--warmup-runs 1 --iterations 5 --num-trials 1``).
+
     python benchmarks/worker_phases.py [--n 65536] [--evaluations 5] [--reload]
+    python benchmarks/worker_phases.py --definition DEF.json --workloads WORKLOADS.jsonl [--workload-index I] \
+        [--warmup-runs W --iterations N --num-trials T] [--evaluations 5] [--reload]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+from pathlib import Path
 
 import timed_call_costs
 
@@ -122,6 +129,12 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=65536)
     parser.add_argument("--evaluations", type=int, default=5)
     parser.add_argument("--reload", action="store_true", help="load the solution again for each evaluation")
+    parser.add_argument("--definition", type=Path, help="a definition's JSON file: its reference is the solution")
+    parser.add_argument("--workloads", type=Path, help="with --definition: its workloads' JSONL file")
+    parser.add_argument("--workload-index", type=int, default=0, help="the workload of --workloads judged")
+    parser.add_argument("--warmup-runs", type=int, help="the run's settings (default: the defaults)")
+    parser.add_argument("--iterations", type=int)
+    parser.add_argument("--num-trials", type=int)
     args = parser.parse_args()
     from flashinfer_bench.bench.config import BenchmarkConfig
     from flashinfer_bench.bench.judge.context import EvaluationContext
@@ -129,14 +142,23 @@ def main() -> None:
     from flashinfer_bench.bench.seeds import new_run_secret
     from flashinfer_bench.data import Definition, Workload
 
-    definition = Definition.model_validate(timed_call_costs.SCALE_ADD)
-    ctx = EvaluationContext(definition, Workload(uuid="w", axes={"n": args.n}, inputs={}),
-                            BenchmarkConfig.default().resolve(definition), available_devices()[0], None,
-                            new_run_secret())
+    source = timed_call_costs.SCALE_ADD_SOURCE
+    if args.definition:
+        definition = Definition.model_validate_json(args.definition.read_text())
+        lines = args.workloads.read_text().splitlines()
+        workload = Workload.model_validate(json.loads(lines[args.workload_index])["workload"])
+        source = definition.reference
+    else:
+        definition = Definition.model_validate(timed_call_costs.SCALE_ADD)
+        workload = Workload(uuid="w", axes={"n": args.n}, inputs={})
+    settings = {name: value for name in ("warmup_runs", "iterations", "num_trials")
+                if (value := getattr(args, name)) is not None}
+    ctx = EvaluationContext(definition, workload, BenchmarkConfig.default(**settings).resolve(definition),
+                            available_devices()[0], None, new_run_secret())
     timed_call_costs.unsandboxed_worker = phased_worker
-    ms = timed_call_costs.remote_ms_per_evaluation(ctx, args.evaluations, sandboxed=False, reload=args.reload)
+    ms = timed_call_costs.remote_ms_per_evaluation(ctx, args.evaluations, sandboxed=False, reload=args.reload,
+                                                   source=source)
     print(f"remote, worker not sandboxed: {ms:.1f} ms per evaluation")
-
 
 if __name__ == "__main__":
     main()
