@@ -8,7 +8,8 @@ all (benchmarks/shipment_copies.py, docs/measurements.md). Copying shipped outpu
 over the real dataset on an H100 host.
 
 On a GPU host its memory is page-locked, so that the judge's copies of picked outputs to the device (judge/picked.py)
-are queued without waiting and go straight from it, not through a staging buffer of the driver's.
+are queued without waiting and go straight from it, not through a staging buffer of the driver's; a correctness
+call's outputs go to the device through it too (judge/solution.py ``read_call_result``).
 
 An arena is leased for a session (``lease``) and handed back once its outputs are judged (``give_back``); nothing
 may hold a view of it after that, as the next session writes over it (nor may a copy from it still be queued).
