@@ -241,16 +241,20 @@ class Evaluator(ABC):
 
     @classmethod
     def check_correctness(cls, ctx: EvaluationContext, solution: SolutionHandle, baseline: Baseline) -> CorrectnessResult:
-        """Each trial's inputs through the solution, its outputs against the reference's. CallFailed (an
-        exception in solution code, outputs of the wrong structure) propagates to the judge."""
+        """Each trial's inputs through the solution, its outputs against the reference's, the next trial's call
+        made meanwhile (``SolutionHandle.start_call``). CallFailed (an exception in solution code, outputs of the
+        wrong structure) propagates to the judge."""
         total = ValueErrors()
         outputs = []
+        calls = [CallArgs(seed, return_inputs=tuple(baseline.written[trial] if baseline.written else {}))
+                 for trial, seed in enumerate(baseline.seeds)]
         for trial, reference in enumerate(baseline.outputs):
             in_out = baseline.written[trial] if baseline.written else {}
-            if trial + 1 == len(baseline.outputs):  # the call the timing sessions are sized on
-                work_ahead(ctx, solution, CallArgs(baseline.seeds[trial], return_inputs=tuple(in_out)),
-                           lambda: cls.timed_check(ctx, baseline))
-            result = solution.call(baseline.seeds[trial], return_inputs=list(in_out))
+            if trial + 1 == len(calls):  # the call the timing sessions are sized on
+                work_ahead(ctx, solution, calls[trial], lambda: cls.timed_check(ctx, baseline))
+            result = solution.call(calls[trial].seed, return_inputs=list(in_out))
+            if trial + 1 < len(calls):
+                solution.start_call(calls[trial + 1])
             written = [name for name in result.wrote if name not in in_out]
             if written:
                 return CorrectnessResult(EvaluationStatus.INCORRECT_NUMERICAL,

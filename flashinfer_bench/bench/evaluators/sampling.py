@@ -323,8 +323,12 @@ class SamplingEvaluator(Evaluator):
         draws = validation_draws(ctx)
         significance = float(ctx.config.extra.get("sampling_significance", DEFAULT_SIGNIFICANCE))
         test = Homogeneity()
+        # Each trial's calls, the next trial's made while this one's samples are counted (start_call).
+        calls = [CallArgs(seed, draws, draw_seed(trial, "solution")) for trial, seed in enumerate(baseline.seeds)]
         for trial, (inputs, ref_hist) in enumerate(zip(baseline.inputs, baseline.extra["histograms"], strict=True)):
-            result = solution.call(baseline.seeds[trial], repeat=draws, rng_seed=draw_seed(trial, "solution"))
+            result = solution.call(calls[trial].seed, repeat=draws, rng_seed=calls[trial].rng_seed)
+            if trial + 1 < len(calls):
+                solution.start_call(calls[trial + 1])
             hist = histogram([outputs[0] for outputs in result.outputs], ref_hist.shape[1])
             if bool((hist < 0).any()):
                 return CorrectnessResult(EvaluationStatus.INCORRECT_NUMERICAL, message="a sample is outside [0, vocab)")

@@ -240,6 +240,35 @@ def test_first_call_is_the_call_check_correctness_makes_first(kind):
     assert asked[0] == evaluator.first_call(ctx)
 
 
+@pytest.mark.parametrize("kind", ["default", "sampling"])
+def test_each_trial_s_call_is_started_as_the_one_before_is_taken_up_and_then_asked_for_alike(kind):
+    """While the judge compares a trial's outputs the worker makes the next trial's call (judge/remote.py
+    ``start_call``): started with the very arguments the evaluator then asks for, so the worker's answer is taken
+    up, not made again."""
+    evaluator, definition, workload = {
+        "default": (DefaultEvaluator, SCALE, WORKLOAD), "sampling": (SamplingEvaluator, SAMPLING, SAMPLING_WORKLOAD),
+    }[kind]
+    cfg = (SAMPLING_CFG if kind == "sampling" else CFG).model_copy(update={"num_trials": 3})
+    ctx = evaluation_context(definition, workload, cfg)
+    events = []
+
+    class Recording(LocalSolution):
+        def start_call(self, args):
+            events.append(("start", args))
+
+        def call(self, seed, *, repeat=1, rng_seed=None, return_inputs=()):
+            events.append(("call", CallArgs(seed, repeat, rng_seed, tuple(return_inputs))))
+            return super().call(seed, repeat=repeat, rng_seed=rng_seed, return_inputs=return_inputs)
+
+    baseline = evaluator.build_baseline(ctx, reference_callee(definition), profile=False)
+    assert evaluator.check_correctness(ctx, Recording(ctx, reference_callee(definition)), baseline).passed
+    asked = [args for what, args in events if what == "call"]
+    assert len(asked) == 3 and len({args.seed for args in asked}) == 3
+    for trial in range(2):  # after each call but the last, the next one is started before it is asked for
+        after = events[events.index(("call", asked[trial])) + 1:events.index(("call", asked[trial + 1]))]
+        assert ("start", asked[trial + 1]) in after
+
+
 DSA = Definition.model_validate({
     "name": "dsa_toy", "op_type": "dsa_paged",
     "axes": {"t": {"type": "var"}, "k": {"type": "const", "value": 4}},
