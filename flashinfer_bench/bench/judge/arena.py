@@ -29,6 +29,9 @@ CHUNK_BYTES = 64 << 20
 #: of the real dataset's largest outputs (448 MB a call): page-locking them afresh for every session cost a judge
 #: about as much as copying into them (0.71 s against 1.0 s under cProfile, docs/measurements.md).
 KEPT_BYTES_MOST = 1 << 30
+#: A correctness call's outputs and returned inputs go through an arena up to this many bytes (judge/solution.py
+#: ``read_call_result``): a larger read would page-lock fresh memory the arena could not keep, read after read.
+READ_MOST_BYTES = KEPT_BYTES_MOST // 2
 
 
 class HostArena:

@@ -15,7 +15,7 @@ from typing import Protocol
 
 import torch
 
-from flashinfer_bench.bench.judge.arena import give_back, lease
+from flashinfer_bench.bench.judge.arena import READ_MOST_BYTES, give_back, lease
 from flashinfer_bench.bench.judge.clock import ClockFloor, HostWatch
 from flashinfer_bench.bench.judge.context import EvaluationContext
 from flashinfer_bench.bench.replay import ReplayShape
@@ -92,12 +92,14 @@ def read_outputs(slot: Slot, layouts: list[TensorLayout], calls: int, device: st
 
 def read_call_result(ctx: EvaluationContext, slot: Slot, repeat: int, return_inputs: Sequence[str],
                      wrote: list[str]) -> CallResult:
-    """A call's outputs and returned inputs, private copies on the evaluation's device. On a GPU they go through the
-    judge's page-locked arena (judge/arena.py: its copies to the device wait for nothing but the link, which is done
-    with them before this returns); a copy straight from the shared buffer, pageable memory, went through the
-    driver's staging at an eighth of the link's rate (128 MB: 21-25 ms against 2.8 ms on an H100,
-    benchmarks/page_lock_costs.py, docs/measurements.md)."""
-    arena = lease() if torch.device(ctx.device).type == "cuda" else None
+    """A call's outputs and returned inputs, private copies on the evaluation's device. On a GPU, up to
+    ``READ_MOST_BYTES``, they go through the judge's page-locked arena (judge/arena.py: its copies to the device
+    wait for nothing but the link, which is done with them before this returns); a copy straight from the shared
+    buffer, pageable memory, goes through the driver's staging at an eighth of the link's rate (128 MB: 21-25 ms
+    against 2.8 ms on an H100, benchmarks/page_lock_costs.py, docs/measurements.md)."""
+    through_arena = (torch.device(ctx.device).type == "cuda"
+                     and call_slot_bytes(ctx, repeat, return_inputs) <= READ_MOST_BYTES)
+    arena = lease() if through_arena else None
     into = arena.take if arena is not None else None
     try:
         outputs, offset = read_outputs(slot, ctx.output_layouts, repeat, ctx.device, into)
