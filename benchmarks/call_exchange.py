@@ -73,13 +73,13 @@ def stamping_worker(conn, device: str, scratch) -> None:
 
 def judge_stamps() -> list[tuple[str, float]]:
     """Clock this process's correctness calls (``JUDGE_STAMPS``), appended to the list returned as they are made.
-    Each is made by ``RemoteSolution.call``: the work ahead of a slow last correctness call (evaluators/ahead.py),
-    which starts the call before, is left out (it starts none on a GPU here, where the sessions are replayed)."""
-    from flashinfer_bench.bench.evaluators import evaluator
+    Each is sent by ``RemoteSolution.call``: no call is started ahead of it (``start_call``: the next trial's,
+    while the judge compares the one before, and a slow last call's, evaluators/ahead.py), so that each call's
+    parts follow one another."""
     from flashinfer_bench.bench.judge.remote import RemoteSolution
     from flashinfer_bench.bench.wire.judge_worker import Call, Called, WorkerChannel
 
-    evaluator.work_ahead = lambda *args, **kwargs: None
+    RemoteSolution.start_call = lambda self, args: None
 
     stamps: list[tuple[str, float]] = []
     call, send, receive = RemoteSolution.call, WorkerChannel.send, WorkerChannel.receive
