@@ -18,7 +18,11 @@ count groups them by workload.
 With ``--shipments`` it prints instead, per file, the median window of the shipments of the timed sessions'
 replayed rounds' picks, by how many calls a shipment carried (in fours).
 
-    python3 benchmarks/replayed_rounds.py windows.jsonl [more.jsonl ...] [--cycle 8 | --shipments]
+With ``--totals`` it prints instead, per file, the timed sessions whose calls were replayed: how many, their warm-up
+rounds' windows (median and sum: the graphs' capture and the buffer's page-locking fall there), their later rounds'
+and their shipments' sums; and the shipments of every timed session.
+
+    python3 benchmarks/replayed_rounds.py windows.jsonl [more.jsonl ...] [--cycle 8 | --shipments | --totals]
 """
 
 from __future__ import annotations
@@ -90,13 +94,32 @@ def print_shipments(name: str, lines: list[dict]) -> None:
                                   f"({len(walls)})" for low, walls in sorted(bins.items())))
 
 
+def print_totals(name: str, lines: list[dict]) -> None:
+    """The ``--totals`` summary of one file (see the module docstring)."""
+    timed = [session for session in lines if session["purpose"] == "timed"]
+    replayed = [session for session in timed if session["rounds"] and session["rounds"][-1][4]]
+    warmups = [session["rounds"][0][2] for session in replayed]
+    later = sum(r[2] for session in replayed for r in session["rounds"][1:])
+    shipped = sum(s[2] for session in replayed for s in session["shipments"])
+    every_shipment = sum(s[2] for session in timed for s in session["shipments"])
+    middle = f"median {statistics.median(warmups):.1f} ms, " if warmups else ""
+    print(f"{name}: {len(replayed)} of {len(timed)} timed sessions replayed: warm-up rounds {middle}"
+          f"{sum(warmups):.0f} ms in all; their later rounds {later:.0f} ms, their shipments {shipped:.0f} ms; "
+          f"every timed session's shipments {every_shipment:.0f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("windows", type=Path, nargs="+", help="files $FLASHINFER_BENCH_WINDOWS_FILE named")
     parser.add_argument("--cycle", type=int, help="summarise sessions instead, grouped by place modulo this")
     parser.add_argument("--shipments", action="store_true", help="the replayed rounds' shipments instead, by size")
+    parser.add_argument("--totals", action="store_true", help="per file, where the timed sessions' time went")
     args = parser.parse_args()
     files = [[json.loads(line) for line in path.read_text().splitlines() if line.strip()] for path in args.windows]
+    if args.totals:
+        for path, lines in zip(args.windows, files, strict=True):
+            print_totals(path.name, lines)
+        return
     if args.shipments:
         for path, lines in zip(args.windows, files, strict=True):
             print_shipments(path.name, lines)

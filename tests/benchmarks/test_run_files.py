@@ -92,3 +92,21 @@ def test_replayed_rounds_shipments_are_the_replayed_rounds_by_calls_shipped(tmp_
     path.write_text("".join(json.dumps(s) + "\n" for s in (timed, calibration)))
     assert run_script("replayed_rounds.py", str(path), "--shipments").strip() == (
         "windows.jsonl: 4-7 calls 0.60 ms (2), 16-19 calls 1.20 ms (1)")
+
+
+def test_replayed_rounds_totals_split_the_replayed_sessions_warm_up_from_their_rounds_and_shipments(tmp_path):
+    """``--totals``: of the timed sessions whose calls were replayed, the warm-up rounds' windows (median and sum),
+    the later rounds' and the shipments' sums; then every timed session's shipments (one made call by call too)."""
+    replayed = {"purpose": "timed", "held_scale": 0.0,
+                "rounds": [[0, 1, 150.0, 0.0, False], [1, 16, 2.0, 0.0, True], [17, 512, 11.0, 0.0, True]],
+                "shipments": [[5, 2, 1.5, 0.0]]}
+    other = {**replayed, "rounds": [[0, 1, 50.0, 0.0, False], [1, 16, 3.0, 0.0, True], [17, 64, 4.0, 0.0, True]],
+             "shipments": [[20, 1, 0.5, 0.0]]}
+    made_each = {"purpose": "timed", "held_scale": 0.0, "rounds": [[0, 1, 20.0, 0.0, False], [1, 1, 2.0, 0.0, False]],
+                 "shipments": [[1, 1, 0.75, 0.0]]}
+    calibration = {**replayed, "purpose": "calibration"}
+    path = tmp_path / "windows.jsonl"
+    path.write_text("".join(json.dumps(s) + "\n" for s in (replayed, other, made_each, calibration)))
+    assert run_script("replayed_rounds.py", str(path), "--totals").strip() == (
+        "windows.jsonl: 2 of 3 timed sessions replayed: warm-up rounds median 100.0 ms, 200 ms in all; their later "
+        "rounds 20 ms, their shipments 2 ms; every timed session's shipments 3 ms")
