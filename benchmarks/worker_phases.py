@@ -136,6 +136,8 @@ def main() -> None:
     parser.add_argument("--iterations", type=int)
     parser.add_argument("--num-trials", type=int)
     args = parser.parse_args()
+    if args.definition and not args.workloads:
+        parser.error("--definition needs --workloads (the definition's workloads, a JSONL file)")
     from flashinfer_bench.bench.config import BenchmarkConfig
     from flashinfer_bench.bench.judge.context import EvaluationContext
     from flashinfer_bench.bench.runner import available_devices
@@ -159,6 +161,7 @@ def main() -> None:
     ms = timed_call_costs.remote_ms_per_evaluation(ctx, args.evaluations, sandboxed=False, reload=args.reload,
                                                    source=source)
     print(f"remote, worker not sandboxed: {ms:.1f} ms per evaluation")
+
 
 if __name__ == "__main__":
     main()
