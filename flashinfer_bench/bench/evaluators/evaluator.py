@@ -246,10 +246,9 @@ class Evaluator(ABC):
         wrong structure) propagates to the judge."""
         total = ValueErrors()
         outputs = []
-        calls = [CallArgs(seed, return_inputs=tuple(baseline.written[trial] if baseline.written else {}))
-                 for trial, seed in enumerate(baseline.seeds)]
-        for trial, reference in enumerate(baseline.outputs):
-            in_out = baseline.written[trial] if baseline.written else {}
+        in_outs = baseline.written or [{} for _ in baseline.outputs]
+        calls = [CallArgs(seed, return_inputs=tuple(in_out)) for seed, in_out in zip(baseline.seeds, in_outs, strict=True)]
+        for trial, (reference, in_out) in enumerate(zip(baseline.outputs, in_outs, strict=True)):
             if trial + 1 == len(calls):  # the call the timing sessions are sized on
                 work_ahead(ctx, solution, calls[trial], lambda: cls.timed_check(ctx, baseline))
             result = solution.call(calls[trial].seed, return_inputs=list(in_out))
