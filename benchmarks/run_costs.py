@@ -10,13 +10,19 @@ flags after ``--`` (results are not saved unless they say ``--save-results``), a
   evaluation, which begins once its first worker is ready), then the judges' phases of every evaluation
   (bench/judge/phases.py: builds, input draws, the judge's checks, the reference, the timed sessions), and the
   rest: the judges' own time outside those phases (calibration, messages) and the parent's between evaluations
-  (workers retired and attached, verdicts written), and the end of the run.
+  (workers retired and attached, verdicts written), and the end of the run;
+- the timed sessions split further by the judges' windows (judge/windows.py): each session's first round (the
+  worker's first calls, and where its calls are replayed its graphs' capture and its buffer's page-locking, which
+  it makes ahead of the rest), its later rounds (the worker's calls and the exchange with the judge), its shipments
+  of picked calls' outputs, and the rest, the judge's own work inside the sessions (copying shipped outputs out,
+  picking calls, sizing rounds, its measure of the harness) while the worker waits.
 
     python benchmarks/run_costs.py [--local PATH] [--json OUT] [-- RUN FLAGS]
     python benchmarks/run_costs.py -- --definitions rmsnorm_h4096 --iterations 20
 
 The phases come from the judges, one JSON line per verdict in a file the run is pointed at
-(``$FLASHINFER_BENCH_PHASES_FILE``, bench/runner/phase_log.py). Needs nvidia-ml-py for the busy fraction.
+(``$FLASHINFER_BENCH_PHASES_FILE``, bench/runner/phase_log.py), the windows one line per session
+(``$FLASHINFER_BENCH_WINDOWS_FILE``). Needs nvidia-ml-py for the busy fraction.
 """
 
 from __future__ import annotations
@@ -30,9 +36,11 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from flashinfer_bench.bench.judge.windows import WINDOWS_FILE_ENV
 from flashinfer_bench.bench.runner.phase_log import PHASES_FILE_ENV
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,6 +48,9 @@ EXAMPLE = REPO / "examples" / "trace-set"
 #: The judges' phases (fields of EvaluationPhases) and how the table names them, in its order.
 PHASES = {"build_s": "builds", "draws_s": "input draws", "checks_s": "judge's checks",
           "reference_s": "reference", "timed_s": "timed sessions"}
+#: The timed sessions' parts (``timed_split``) and how the table names them, under "timed sessions".
+TIMED_PARTS = {"first_rounds_s": "their first rounds", "rounds_s": "their later rounds",
+               "shipments_s": "their shipments", "judge_s": "the judge between"}
 
 
 class Utilization:
@@ -99,14 +110,28 @@ class Utilization:
         return busy
 
 
-def read_phases(path: Path) -> list[dict[str, Any]]:
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    """A JSON-lines file's records (the phases', the windows')."""
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def run_costs(records: list[dict[str, Any]], started: float, ended: float) -> dict[str, Any]:
-    """The run's costs from its verdicts (with their evaluations' phases, where a judge made them) and its start and
-    end (``time.time()``): see the docstring. A verdict no judge made (a timeout, a dead worker) counts as an
-    evaluation; its time is in "other"."""
+def timed_split(timed_s: float, sessions: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """The timed sessions' time (``timed_s``, the judges' phase) split by their windows (``sessions``: the windows
+    file's lines; the calibration's sessions, outside every phase, left out): first rounds, later rounds,
+    shipments, and the rest."""
+    timed = [session for session in sessions if session["purpose"] == "timed"]
+    walls = [[r[2] / 1e3 for r in session["rounds"]] for session in timed]  # rounds: (first, calls, wall_ms, ...)
+    first, later = sum(w[0] for w in walls if w), sum(sum(w[1:]) for w in walls)
+    shipments = sum(s[2] for session in timed for s in session["shipments"]) / 1e3
+    return {"first_rounds_s": first, "rounds_s": later, "shipments_s": shipments,
+            "judge_s": timed_s - first - later - shipments}
+
+
+def run_costs(records: list[dict[str, Any]], started: float, ended: float,
+              sessions: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """The run's costs from its verdicts (with their evaluations' phases, where a judge made them), its start and
+    end (``time.time()``) and its sessions' windows: see the docstring. A verdict no judge made (a timeout, a dead
+    worker) counts as an evaluation; its time is in "other"."""
     wall = ended - started
     judged = [r["phases"] for r in records if r["phases"] is not None]
     devices = sorted({p["device"] for p in judged})
@@ -122,6 +147,7 @@ def run_costs(records: list[dict[str, Any]], started: float, ended: float) -> di
         "evaluations_per_hour_after_setup": len(records) / after_setup * 3600 if after_setup > 0 else 0.0,
         "device_time_s": device_time,
         "seconds": {"setup_s": setup, **phases, "other_s": device_time - setup - sum(phases.values())},
+        "timed_split": timed_split(phases["timed_s"], sessions),
         "statuses": {status: sum(r["status"] == status for r in records) for status in {r["status"] for r in records}},
     }
 
@@ -141,6 +167,10 @@ def table(costs: dict[str, Any], busy: dict[str, float], why_no_busy: str | None
     for name, label in names.items():
         seconds = costs["seconds"][name]
         lines.append(f"{label:24s} {seconds:10.2f} {seconds / total if total else 0.0:7.1%}")
+        if name == "timed_s":
+            for part, part_label in TIMED_PARTS.items():
+                seconds = costs["timed_split"][part]
+                lines.append(f"  {part_label:22s} {seconds:10.2f} {seconds / total if total else 0.0:7.1%}")
     return "\n".join(lines)
 
 
@@ -156,19 +186,21 @@ def main() -> int:
         flags.append("--no-save-results")
     command = [sys.executable, "-m", "flashinfer_bench.cli.main", "run", "--local", args.local, *flags]
     with tempfile.TemporaryDirectory(prefix="run-costs-") as scratch:
-        phases_file = Path(scratch) / "phases.jsonl"
+        phases_file, windows_file = Path(scratch) / "phases.jsonl", Path(scratch) / "windows.jsonl"
         phases_file.touch()
+        windows_file.touch()
         path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, PHASES_FILE_ENV: str(phases_file), "PYTHONPATH": path}
+        env = {**os.environ, PHASES_FILE_ENV: str(phases_file), WINDOWS_FILE_ENV: str(windows_file),
+               "PYTHONPATH": path}
         with Utilization(args.interval) as utilization:
             started = time.time()
             done = subprocess.run(command, env=env)
             ended = time.time()
-        records = read_phases(phases_file)
+        records, sessions = read_lines(phases_file), read_lines(windows_file)
     if not records:
         print(f"the run made no evaluation (exit status {done.returncode})", file=sys.stderr)
         return done.returncode or 1
-    costs = run_costs(records, started, ended)
+    costs = run_costs(records, started, ended, sessions)
     busy = utilization.busy(costs["devices"])
     print(table(costs, busy, utilization.why))
     if args.json:
