@@ -12,8 +12,8 @@ flags after ``--`` (results are not saved unless they say ``--save-results``), a
   rest: the judges' own time outside those phases (calibration, messages) and the parent's between evaluations
   (workers retired and attached, verdicts written), and the end of the run;
 - the timed sessions split further by the judges' windows (judge/windows.py): each session's first round (the
-  worker's first calls, and where its calls are replayed its graphs' capture and its buffer's page-locking, which
-  it makes ahead of the rest), its later rounds (the worker's calls and the exchange with the judge), its shipments
+  worker's first calls, its buffer's page-locking and, where its calls are replayed, its graphs' capture, which it
+  makes ahead of the rest), its later rounds (the worker's calls and the exchange with the judge), its shipments
   of picked calls' outputs, and the rest, the judge's own work inside the sessions (copying shipped outputs out,
   picking calls, sizing rounds, its measure of the harness) while the worker waits.
 
