@@ -2,9 +2,11 @@
 environment it is made from, a virtual environment's included; and scripts/which_timer.py names the timer."""
 
 import os
+import re
 import subprocess
 import sys
 
+import torch
 from helpers import REPO, child_env
 
 SCRIPT = REPO / "scripts" / "venv_with_torch.sh"
@@ -46,10 +48,18 @@ def test_without_torch_none_is_said(tmp_path):
     assert done.stdout.strip() == "torch: none"
 
 
-def test_which_timer_names_the_host_clock_on_the_cpu():
+def test_which_timer_names_the_host_clock_on_the_cpu_and_cupti_or_cuda_events_on_a_gpu():
     done = subprocess.run([sys.executable, str(REPO / "scripts" / "which_timer.py")], capture_output=True, text=True,
                           timeout=120, env=child_env())
-    assert done.returncode == 0 and done.stdout == "timer: host_clock (the host clock) on cpu\n", done.stderr
+    assert done.returncode == 0, done.stderr
+    if not torch.cuda.is_available():
+        assert done.stdout == "timer: host_clock (the host clock) on cpu\n", done.stderr
+        return
+    named = re.fullmatch(r"timer: (cupti \(CUPTI kernel records\)|cuda_events \(CUDA events\)) on cuda(:\d+)?\n",
+                         done.stdout)
+    assert named is not None, done.stdout
+    # Without CUPTI's records, why (and what would give them) is said.
+    assert named[1].startswith("cupti") or "kernel times include launch gaps" in done.stderr, done.stderr
 
 
 def test_bootstrap_refuses_an_unknown_purpose():
