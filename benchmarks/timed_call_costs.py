@@ -34,7 +34,6 @@ from flashinfer_bench.bench.seeds import new_run_secret
 from flashinfer_bench.bench.wire.parent_judge import ReferenceTiming
 from flashinfer_bench.data import Definition, Workload
 
-SCALE_ADD_SOURCE = "def run(x, y):\n    return x * 2 + y\n"
 SCALE_ADD = {
     "name": "scale_add", "op_type": "elementwise", "axes": {"n": {"type": "var"}},
     "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "y": {"shape": ["n"], "dtype": "float32"}},
@@ -129,9 +128,9 @@ class UnsandboxedWorkerProcess:
 
 
 def remote_ms_per_evaluation(ctx: EvaluationContext, evaluations: int, sandboxed: bool = True,
-                             reload: bool = False, source: str = SCALE_ADD_SOURCE) -> float:
-    """This process judges; a real worker (sandboxed, or not) runs the solution (``source``, its ``run`` the entry
-    point, returning its outputs). ``reload``: the solution is loaded again before each evaluation, as a run loads it
+                             reload: bool = False) -> float:
+    """This process judges; a real worker (sandboxed, or not) runs the solution: the definition's reference, its
+    ``run`` returning its outputs. ``reload``: the solution is loaded again before each evaluation, as a run loads it
     for each item (the worker's harness, its graphs among them, is made again); else once, and the later
     evaluations reuse the first's graphs."""
     import tempfile
@@ -149,7 +148,7 @@ def remote_ms_per_evaluation(ctx: EvaluationContext, evaluations: int, sandboxed
         "name": "s", "definition": ctx.definition.name, "author": "bench",
         "spec": {"language": "python", "target_hardware": ["cpu", "cuda"], "entry_point": "main.py::run",
                  "destination_passing_style": False},
-        "sources": [{"path": "main.py", "content": source}],
+        "sources": [{"path": "main.py", "content": ctx.definition.reference}],
     })
     cache = Path(tempfile.mkdtemp(prefix="fib-bench-cache-"))
     worker = (WorkerProcess(ctx.device, cache, worker_policy(())) if sandboxed

@@ -144,12 +144,10 @@ def main() -> None:
     from flashinfer_bench.bench.seeds import new_run_secret
     from flashinfer_bench.data import Definition, Workload
 
-    source = timed_call_costs.SCALE_ADD_SOURCE
     if args.definition:
         definition = Definition.model_validate_json(args.definition.read_text())
         lines = args.workloads.read_text().splitlines()
         workload = Workload.model_validate(json.loads(lines[args.workload_index])["workload"])
-        source = definition.reference
     else:
         definition = Definition.model_validate(timed_call_costs.SCALE_ADD)
         workload = Workload(uuid="w", axes={"n": args.n}, inputs={})
@@ -158,8 +156,7 @@ def main() -> None:
     ctx = EvaluationContext(definition, workload, BenchmarkConfig.default(**settings).resolve(definition),
                             available_devices()[0], None, new_run_secret())
     timed_call_costs.unsandboxed_worker = phased_worker
-    ms = timed_call_costs.remote_ms_per_evaluation(ctx, args.evaluations, sandboxed=False, reload=args.reload,
-                                                   source=source)
+    ms = timed_call_costs.remote_ms_per_evaluation(ctx, args.evaluations, sandboxed=False, reload=args.reload)
     print(f"remote, worker not sandboxed: {ms:.1f} ms per evaluation")
 
 
