@@ -33,6 +33,8 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from run_costs import window_sums
+
 from flashinfer_bench.bench.judge.replayed import RAMP_ROUNDS
 
 #: A round's window beyond this many times its session's median holds a graph's capture, not just the calls.
@@ -98,10 +100,8 @@ def print_totals(name: str, lines: list[dict]) -> None:
     """The ``--totals`` summary of one file (see the module docstring)."""
     timed = [session for session in lines if session["purpose"] == "timed"]
     replayed = [session for session in timed if session["rounds"] and session["rounds"][-1][4]]
-    warmups = [session["rounds"][0][2] for session in replayed]
-    later = sum(r[2] for session in replayed for r in session["rounds"][1:])
-    shipped = sum(s[2] for session in replayed for s in session["shipments"])
-    every_shipment = sum(s[2] for session in timed for s in session["shipments"])
+    warmups, later, shipped = window_sums(replayed)
+    every_shipment = window_sums(timed)[2]
     middle = f"median {statistics.median(warmups):.1f} ms, " if warmups else ""
     print(f"{name}: {len(replayed)} of {len(timed)} timed sessions replayed: warm-up rounds {middle}"
           f"{sum(warmups):.0f} ms in all; their later rounds {later:.0f} ms, their shipments {shipped:.0f} ms; "

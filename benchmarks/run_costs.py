@@ -115,14 +115,20 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def window_sums(sessions: Sequence[dict[str, Any]]) -> tuple[list[float], float, float]:
+    """Of these sessions (lines of a windows file): each one's first round's window, all their later rounds'
+    windows together, and all their shipments' (ms)."""
+    rounds = [[r[2] for r in session["rounds"]] for session in sessions]  # rounds: (first, calls, wall_ms, ...)
+    return ([walls[0] for walls in rounds if walls], sum(sum(walls[1:]) for walls in rounds),
+            sum(s[2] for session in sessions for s in session["shipments"]))
+
+
 def timed_split(timed_s: float, sessions: Sequence[dict[str, Any]]) -> dict[str, float]:
     """The timed sessions' time (``timed_s``, the judges' phase) split by their windows (``sessions``: the windows
     file's lines; the calibration's sessions, outside every phase, left out): first rounds, later rounds,
     shipments, and the rest."""
-    timed = [session for session in sessions if session["purpose"] == "timed"]
-    walls = [[r[2] / 1e3 for r in session["rounds"]] for session in timed]  # rounds: (first, calls, wall_ms, ...)
-    first, later = sum(w[0] for w in walls if w), sum(sum(w[1:]) for w in walls)
-    shipments = sum(s[2] for session in timed for s in session["shipments"]) / 1e3
+    firsts, later_ms, shipments_ms = window_sums([s for s in sessions if s["purpose"] == "timed"])
+    first, later, shipments = sum(firsts) / 1e3, later_ms / 1e3, shipments_ms / 1e3
     return {"first_rounds_s": first, "rounds_s": later, "shipments_s": shipments,
             "judge_s": timed_s - first - later - shipments}
 
