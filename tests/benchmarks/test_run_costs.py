@@ -62,9 +62,12 @@ def test_a_small_run_reports_where_its_time_went(tmp_path):
     assert not (root / "traces").exists()  # the run saved nothing: --no-save-results unless asked
     records = [verdict["phases"] for verdict in costs["verdicts"]]
     for phases in records:
-        assert phases["build_s"] > 0 and phases["checks_s"] > 0 and phases["timed_s"] > 0 and phases["draws_s"] > 0
+        assert phases["build_s"] > 0 and phases["checks_s"] > 0 and phases["timed_s"] > 0
         assert sum(phases[name] for name in PHASES) <= phases["total_s"]  # nested phases counted once
     assert sum(phases["reference_s"] for phases in records) > 0  # the workload's reference, timed once
+    # The judge draws the workload's inputs at least once; a later solution whose replayed rounds came out as the
+    # earlier's has its picked calls' expected outputs already, and may draw none (seen on an H100).
+    assert sum(phases["draws_s"] for phases in records) > 0
     seconds = costs["seconds"]
     assert seconds["setup_s"] > 0 and seconds["other_s"] >= 0
     assert costs["evaluations_per_hour"] == pytest.approx(2 / costs["wall_s"] * 3600)

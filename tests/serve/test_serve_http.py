@@ -9,6 +9,7 @@ import pytest
 from helpers import child_env, python_solution, scale_add_set
 from serve.server_process import ServerProcess
 
+from flashinfer_bench.bench.runner import available_devices
 from flashinfer_bench.cli.main import main
 from flashinfer_bench.data import Trace
 
@@ -33,7 +34,9 @@ def solution(source: str = OK, name: str = "mine") -> dict:
 def test_upstreams_routes_and_shapes(server):
     with server.http() as http:
         health = http.get("/health").json()
-        assert health["status"] == "ok" and health["workers"] == [{"device": "cpu", "healthy": True}]
+        # One worker per device the server sees: the CPU here, each GPU on a GPU machine.
+        devices = [{"device": device, "healthy": True} for device in available_devices()]
+        assert health["status"] == "ok" and health["workers"] == devices
         assert isinstance(health["queue_size"], int)
         assert http.get("/definitions").json() == [{"name": "scale_add", "description": None}]
         assert http.get("/definitions/scale_add").json()["reference"].startswith("import torch")

@@ -1,5 +1,7 @@
 """The timer and the output buffer on a real GPU (run on the GPU machine: ``pytest -m gpu``)."""
 
+import re
+
 import pytest
 import torch
 
@@ -111,9 +113,13 @@ def test_host_work_before_the_launch_is_waited_for_not_estimated():
         return t * 2
 
     result = bench_gpu_time_detailed(late, args=(x,), num_iters=30, dry_run_iters=3, cold_l2_cache=True)
-    # The lead-in was lengthened until the launch was waiting when the GPU got to it: no gap had to be estimated.
+    # The lead-in was lengthened until the launch was waiting when the GPU got to it: no gap had to be estimated,
+    # but in a sample whose host work a busy host held up past the lead-in (2 of 30 with 11 other test processes
+    # on a 16-core H100 host). Without the lengthening every sample would need one: the L2 flush before it, the
+    # lead-in, is far shorter than the 200 us of host work.
     assert result.method == CUPTI
-    assert not [w for w in result.warnings if "launch processing" in w], result.warnings
+    estimated = [int(re.search(r"In (\d+) samples", w)[1]) for w in result.warnings if "launch processing" in w]
+    assert sum(estimated) < 30 // 4, result.warnings
 
 
 @pytest.mark.skipif(load_cupti() is None, reason="needs cupti-python")
