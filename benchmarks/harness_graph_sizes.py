@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 
+import harness_overhead
 import torch
 
 from flashinfer_bench.bench.inputs import InputPlan
@@ -22,10 +23,7 @@ from flashinfer_bench.bench.replay import harness_device_ms
 from flashinfer_bench.bench.slot import output_layouts
 from flashinfer_bench.data import Definition, Workload
 
-SCALE_ADD = Definition.model_validate({
-    "name": "scale_add", "op_type": "elementwise", "axes": {"n": {"type": "var"}},
-    "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "y": {"shape": ["n"], "dtype": "float32"}},
-    "outputs": {"out": {"shape": ["n"], "dtype": "float32"}}, "reference": "def run(x, y):\n    return x * 2 + y\n"})
+SCALE_ADD = Definition.model_validate(harness_overhead.SCALE_ADD)
 
 
 def main() -> None:

@@ -58,6 +58,10 @@ def run(x, y, out):
     _scale_add[(triton.cdiv(n, {block}),)](x, y, out, n, BLOCK={block})
 '''
 SEGFAULT = "import ctypes\ndef run(x, y):\n    ctypes.string_at(0)\n"
+#: The definition the harness benchmarks time (here and in the scripts beside this one).
+SCALE_ADD = {"name": "scale_add", "op_type": "elementwise", "axes": {"n": {"type": "var"}},
+             "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "y": {"shape": ["n"], "dtype": "float32"}},
+             "outputs": {"out": {"shape": ["n"], "dtype": "float32"}}, "reference": REFERENCE}
 #: What a trace's log says of a claimed latency the judge did not believe (judge/schedule.py).
 NOT_BELIEVED = "claim not believed"
 
@@ -70,16 +74,13 @@ def solution(name: str, language: str, source: str, dps: bool) -> dict:
 
 
 def make_trace_set(root: Path, n_solutions: int, n_workloads: int, with_crash: bool) -> Path:
-    definition = {"name": "scale_add", "op_type": "elementwise", "axes": {"n": {"type": "var"}},
-                  "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "y": {"shape": ["n"], "dtype": "float32"}},
-                  "outputs": {"out": {"shape": ["n"], "dtype": "float32"}}, "reference": REFERENCE}
     pool = [solution("torch_dps", "python", TORCH_DPS, True), solution("torch_value", "python", TORCH_VALUE, False)]
     pool += [solution(f"triton_b{b}", "triton", TRITON_TEMPLATE.format(block=b), True) for b in (256, 512, 1024, 2048)]
     solutions = pool[:n_solutions]
     if with_crash:
         solutions.append(solution("segfault", "python", SEGFAULT, False))
     (root / "definitions").mkdir(parents=True)
-    (root / "definitions" / "scale_add.json").write_text(json.dumps(definition))
+    (root / "definitions" / "scale_add.json").write_text(json.dumps(SCALE_ADD))
     (root / "solutions").mkdir()
     for s in solutions:
         (root / "solutions" / f"{s['name']}.json").write_text(json.dumps(s))

@@ -7,7 +7,8 @@ set of ``scale_add`` at 4 Ki elements with solutions that sleep ``--sleeps-ms`` 
 default settings on the default device in a fresh process, and prints for each solution: the verdict's wall time
 (the first's holds the workload's reference too), its status and latency, and what the trace's log says of its
 timing (calls not replayed, a claim not believed). The code measured is the ``flashinfer_bench`` on
-``PYTHONPATH``, so an older tree can be put first to compare.
+``PYTHONPATH``, so an older tree can be put first to compare (a copy the worker's sandbox shows, under /tmp say:
+one in a hidden folder of this tree did not start its workers).
 
     python benchmarks/host_bound_sessions.py [--sleeps-ms 0,2,20,200]
 """
@@ -22,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness_overhead import NOT_BELIEVED, REFERENCE, solution
+from harness_overhead import NOT_BELIEVED, SCALE_ADD, solution
 
 from flashinfer_bench.bench.judge.replayed import NOT_REPLAYED_NOTE
 
@@ -30,11 +31,8 @@ SLEEPING = "import time\nimport torch\ndef run(x, y):\n    time.sleep({seconds!r
 
 
 def make_trace_set(root: Path, sleeps_ms: list[float]) -> Path:
-    definition = {"name": "scale_add", "op_type": "elementwise", "axes": {"n": {"type": "var"}},
-                  "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "y": {"shape": ["n"], "dtype": "float32"}},
-                  "outputs": {"out": {"shape": ["n"], "dtype": "float32"}}, "reference": REFERENCE}
     (root / "definitions").mkdir(parents=True)
-    (root / "definitions" / "scale_add.json").write_text(json.dumps(definition))
+    (root / "definitions" / "scale_add.json").write_text(json.dumps(SCALE_ADD))
     (root / "solutions").mkdir()
     for ms in sleeps_ms:
         name = f"sleeps_{ms:g}ms".replace(".", "_")

@@ -23,6 +23,8 @@ import pstats
 import time
 from collections.abc import Callable
 
+from harness_overhead import SCALE_ADD
+
 from flashinfer_bench.bench.calling import ValueReturning, reference_callee
 from flashinfer_bench.bench.config import BenchmarkConfig
 from flashinfer_bench.bench.evaluators import DefaultEvaluator
@@ -33,14 +35,6 @@ from flashinfer_bench.bench.runner import available_devices
 from flashinfer_bench.bench.seeds import new_run_secret
 from flashinfer_bench.bench.wire.parent_judge import ReferenceTiming
 from flashinfer_bench.data import Definition, Workload
-
-SCALE_ADD = {
-    "name": "scale_add", "op_type": "elementwise", "axes": {"n": {"type": "var"}},
-    "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "y": {"shape": ["n"], "dtype": "float32"}},
-    "outputs": {"out": {"shape": ["n"], "dtype": "float32"}},
-    "reference": "import torch\ndef run(x, y):\n    return x * 2 + y\n",
-}
-
 
 #: The reference's timing by workload, taken at a workload's first evaluation: a run times the reference once per
 #: workload, for all its solutions (and sizes a replayed session's first round on it, judge/replayed.py).
